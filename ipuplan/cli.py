@@ -1,0 +1,135 @@
+"""The `ipuplan` command line: parse, call one function, map ipuplan errors to messages and exit codes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import ArrayInputError, InputError, IpuplanError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Provable memory planning of vision transformers on IPU21-class tiles.")
+out = Console()
+err = Console(stderr=True)
+DEFAULT_TARGET = "targets/c600.yaml"
+
+
+def _target_path(target: Optional[str]) -> str:
+    if target:
+        return target
+    here = Path(DEFAULT_TARGET)
+    if here.exists():
+        return str(here)
+    packaged = Path(__file__).resolve().parent.parent / DEFAULT_TARGET
+    return str(packaged if packaged.exists() else here)
+
+
+def _load(model: str, layers: Optional[int], precision: Optional[str] = None, fuse_qkv: Optional[bool] = None):
+    from .model import load_model
+    return load_model(model).with_options(layers=layers, precision=precision, fuse_qkv=fuse_qkv)
+
+
+def _batch(batch: int) -> int:
+    if not 1 <= batch <= 4096:
+        raise InputError("--batch", None, f"{batch} is out of range", "valid: 1..4096")
+    return batch
+
+
+@app.command()
+def show(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.yaml"),
+         batch: int = typer.Option(1, "--batch", "-b", help="images per batch"),
+         layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
+         precision: Optional[str] = typer.Option(None, "--precision", help="f16 or fp8 GEMM operands"),
+         print_ir: bool = typer.Option(False, "--ir", help="also print the IR"),
+         as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Graph summary: ops by kind, parameters and bytes per precision, FLOPs per image, largest activation."""
+    from .ir import print_graph
+    from .model import build_graph
+    from .summary import summarize
+
+    spec = _load(model, layers, precision)
+    g = build_graph(spec, _batch(batch))
+    s = summarize(g, spec, batch)
+    if as_json:
+        print(json.dumps(s.to_json(), indent=2))
+        return
+    out.print(f"[bold]{s.model}[/]  batch {s.batch}, {s.layers} layers, {s.tokens} tokens x {s.width}")
+    out.print(f"parameters  {s.parameters:,}  ("
+              + ", ".join(f"{k} {v:,} B" for k, v in s.parameter_bytes.items()) + ")")
+    out.print(f"constants   {s.constant_bytes:,} B")
+    out.print(f"FLOPs/image {s.flops_per_image / 1e9:,.2f} G")
+    la = s.largest_activation
+    out.print(f"largest activation  {la.name} {la.type_str()} = {la.nbytes:,} B")
+    t = Table("op kind", "executed", "in IR")
+    for k, v in s.ops.items():
+        t.add_row(k, f"{v:,}", f"{s.ops_static[k]:,}")
+    out.print(t)
+    if print_ir:
+        out.print(print_graph(g), markup=False, highlight=False)
+
+
+@app.command()
+def reference(model: str = typer.Argument(..., help="model YAML"),
+              pixels: str = typer.Option(..., "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+              output: str = typer.Option(..., "-o", "--output", help="where to write the pooled [batch, width] .npy"),
+              weights: Optional[str] = typer.Option(None, "--weights", help="safetensors checkpoint (native naming)"),
+              layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
+              mode: str = typer.Option("fp32", "--mode", help="fp32 or mixed"),
+              seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
+              target: Optional[str] = typer.Option(None, "--target", help="target YAML (accumulation policy)")) -> None:
+    """Run the numpy reference on an image batch and write the pooled embedding."""
+    import numpy as np
+
+    from .model import build_graph
+    from .model.host import pack_patches
+    from .model.weights import load_weights, random_weights
+    from .reference import Mode, Policy, run_graph
+    from .target import load_target
+
+    try:
+        m = Mode(mode)
+    except ValueError:
+        raise InputError("--mode", None, f"{mode!r} is not a mode", "valid: fp32, mixed") from None
+    spec = _load(model, layers)
+    tgt = load_target(_target_path(target))
+    try:
+        x = np.load(pixels, allow_pickle=False)
+    except FileNotFoundError:
+        raise ArrayInputError(pixels, None, "no such file", "pass a .npy file written by numpy.save") from None
+    except (ValueError, OSError) as e:
+        raise ArrayInputError(pixels, None, f"not a readable .npy array ({e})", "use numpy.save") from None
+    patches = pack_patches(x, spec, pixels)
+    g = build_graph(spec, patches.shape[0])
+    w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
+    y = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, m))[g.outputs[0]]
+    np.save(output, y.astype(np.float32))
+    err.print(f"wrote {output}: {list(y.shape)} float32 ({m.value})")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except IpuplanError as e:
+        print(f"error: {e.render()}", file=sys.stderr)
+        sys.exit(e.exit_code)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except Exception as e:  # click usage errors carry their own exit code
+        import click
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

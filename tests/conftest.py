@@ -1,0 +1,36 @@
+"""Shared fixtures: repository paths, a CLI runner that calls ipuplan in-process."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "models"
+TARGET = ROOT / "targets" / "c600.yaml"
+
+
+class CliResult:
+    def __init__(self, code: int, out: str, err: str):
+        self.code, self.out, self.err = code, out, err
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run `ipuplan ARGS...` in-process (from the repository root); return exit code, stdout, stderr."""
+    from ipuplan.cli import main
+
+    def run(*args: str) -> CliResult:
+        monkeypatch.chdir(ROOT)
+        monkeypatch.setattr(sys, "argv", ["ipuplan", *map(str, args)])
+        code = 0
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        cap = capsys.readouterr()
+        return CliResult(code, cap.out, cap.err)
+
+    return run

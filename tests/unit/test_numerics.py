@@ -1,0 +1,64 @@
+"""FP8 casts and GEMM accumulation against ml_dtypes and exact arithmetic."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipuplan.ir import DType
+from ipuplan.numerics import F143_MAX, gemm, round_to, to_bits
+
+
+def test_f143_is_e4m3fnuz():
+    assert F143_MAX == 240.0
+    assert float(ml_dtypes.finfo(ml_dtypes.float8_e4m3fnuz).smallest_subnormal) == 2.0 ** -10
+    # every one of the 255 non-NaN codes round-trips
+    codes = np.arange(256, dtype=np.uint8)
+    vals = codes.view(ml_dtypes.float8_e4m3fnuz).astype(np.float32)
+    ok = ~np.isnan(vals)
+    assert ok.sum() == 255 and codes[~ok][0] == 0x80
+    assert np.array_equal(to_bits(vals[ok], DType.F143), codes[ok])
+
+
+def test_fp8_saturates_instead_of_nan():
+    x = np.array([1e6, -1e6, 241.0, 300.0], np.float32)
+    assert np.array_equal(round_to(x, DType.F143), [240, -240, 240, 240])
+    assert np.isnan(x.astype(ml_dtypes.float8_e4m3fnuz).astype(np.float32)).any()  # the trap we avoid
+
+
+def test_scale_is_metadata_convention():
+    # logical = stored * 2^scale: scale -4 stores 16x the value
+    assert round_to(np.float32(0.5), DType.F143, -4) == 8.0
+    assert round_to(np.float32(100.0), DType.F143, -4) == 240.0
+
+
+def test_quantizes_from_float32_not_float64():
+    # a float64 value just above a float32 tie would round differently if cast twice
+    x64 = np.float64(1.0625) + 2.0 ** -30
+    assert round_to(np.float32(x64), DType.F143) == round_to(np.array([x64]), DType.F143)[0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 70), st.integers(1, 6), st.sampled_from([1, 4, 16]), st.integers(0, 2**31))
+def test_gemm_f32_policy_matches_sequential_rounding(m, k, n, chunk, seed):
+    rng = np.random.default_rng(seed)
+    x = round_to(rng.standard_normal((m, k)), DType.F16)
+    w = round_to(rng.standard_normal((k, n)), DType.F16)
+    got = gemm(x, w, DType.F32, chunk)
+    want = np.zeros((m, n), np.float32)
+    for k0 in range(0, k, chunk):
+        part = (x[:, k0:k0 + chunk].astype(np.float64) @ w[k0:k0 + chunk].astype(np.float64)).astype(np.float32)
+        want = part if k0 == 0 else (want.astype(np.float64) + part).astype(np.float32)
+    assert np.array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 64), st.integers(0, 2**31))
+def test_gemm_single_chunk_is_exact_sum_rounded_once(k, seed):
+    rng = np.random.default_rng(seed)
+    x = round_to(rng.standard_normal((3, k)) * 4, DType.F143)
+    w = round_to(rng.standard_normal((k, 2)) * 4, DType.F143)
+    exact = x.astype(np.float64) @ w.astype(np.float64)
+    assert np.array_equal(gemm(x, w, DType.F16, chunk=k), exact.astype(np.float16).astype(np.float32))
