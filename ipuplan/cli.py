@@ -112,6 +112,78 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
     err.print(f"wrote {output}: {list(y.shape)} float32 ({m.value})")
 
 
+@app.command()
+def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.yaml"),
+          batch: int = typer.Option(1, "--batch", "-b", help="images per batch"),
+          layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
+          target: Optional[str] = typer.Option(None, "--target", help="target YAML (default targets/c600.yaml)"),
+          time_limit: float = typer.Option(120.0, "--time-limit", help="seconds for the whole solve"),
+          seed: int = typer.Option(0, "--seed", help="solver seed (same inputs + seed = same plan)"),
+          support_reserve: Optional[int] = typer.Option(
+              None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
+          output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
+          as_json: bool = typer.Option(False, "--json", help="print the plan/verdict document")) -> None:
+    """Plan MODEL on the target: FIT (exit 0), INFEASIBLE (1) or UNKNOWN (3)."""
+    from .solver.driver import Job, run_solve
+    from .solver.solve import SolveOptions, Verdict
+
+    spec_name = Path(model).stem
+    out_dir = Path(output or f"out/{spec_name}-b{batch}")
+    if time_limit <= 0:
+        raise InputError("--time-limit", None, f"{time_limit} is not positive", "give seconds > 0")
+    if support_reserve is not None and support_reserve < 0:
+        raise InputError("--support-reserve", None, f"{support_reserve} is negative", "give bytes >= 0")
+    job = Job(model, _target_path(target), _batch(batch), layers,
+              options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed))
+    report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
+    result, doc = run_solve(job, out_dir, report)
+    if as_json:
+        print(json.dumps(doc, indent=1))
+    else:
+        _print_verdict(doc, out_dir)
+    raise typer.Exit(result.verdict.exit_code)
+
+
+def _print_verdict(doc: dict, out_dir: Path) -> None:
+    v = doc["verdict"]
+    head = f"{doc['model']} batch {doc['batch']}, {doc['layers']} layers"
+    if v == "FIT":
+        c, pk = doc["cycles"], doc["peaks"]
+        out.print(f"[bold green]FIT[/]  {head}")
+        out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
+                  f"(gap {c['gap'] * 100:.2f}%)")
+        for k in ("total", "region0", "region1", "interleaved"):
+            out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
+        a = doc["accounting"]
+        out.print(f"  usable {a['usable_bytes']:,} B per tile; support reserve {a['support_bytes']:,} B ({a['mode']})")
+        out.print(f"  plan: {out_dir / 'plan.json'}")
+    elif v == "INFEASIBLE":
+        out.print(f"[bold red]INFEASIBLE[/]  {head} (within the catalogue)")
+        core = doc["core"]
+        out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
+        for name in core["constraints"][:12]:
+            out.print(f"    {name}", markup=False, highlight=False)
+        out.print(f"  details: {out_dir / 'verdict.json'}")
+    else:
+        out.print(f"[bold yellow]UNKNOWN[/]  {head}: the time limit ran out before a verdict "
+                  f"({doc['solver']['status']})")
+
+
+@app.command()
+def check(directory: str = typer.Argument(..., help="a solve output directory (holding plan.json)")) -> None:
+    """Independently re-verify a plan against model and target (exit 0 holds, 1 violated)."""
+    from .check import check_dir
+
+    report = check_dir(Path(directory))
+    for line in report.lines:
+        out.print(line, markup=False, highlight=False)
+    if report.ok:
+        out.print("[bold green]CHECK PASSED[/]")
+        return
+    out.print(f"[bold red]CHECK FAILED[/]: {report.violations[0]}", highlight=False)
+    raise typer.Exit(1)
+
+
 def main() -> None:
     try:
         app(standalone_mode=False)

@@ -28,6 +28,8 @@ _EXCHANGE = (
     Field("table_bytes_max", int, "encoded exchange bytes per tile", lo=0, hi=1 << 26),
     Field("fragments_max", int, "transfer fragments per tile", lo=0, hi=1 << 24),
     Field("bytes_per_cycle", int, "exchange bytes per cycle per tile", lo=1, hi=1024),
+    Field("fragment_cycles", int, "cycles per transfer fragment", lo=0, hi=1 << 16),
+    Field("sync_cycles", int, "cycles per exchange superstep", lo=0, hi=1 << 24),
 )
 _COMPUTE = (
     Field("workers", int, "worker threads per tile", lo=1, hi=64),
@@ -35,6 +37,8 @@ _COMPUTE = (
     Field("amp_macs_per_cycle", dict, "GEMM MACs per cycle per tile, by operand precision (f16, f8)"),
     Field("accumulation", dict, "GEMM accumulator precision by operand precision (f16, f8)"),
     Field("accumulation_chunk", int, "products summed exactly before each accumulator rounding", lo=1, hi=4096),
+    Field("vector_bytes_per_cycle", int, "bytes a worker loads or stores per cycle", lo=1, hi=1024),
+    Field("compute_set_cycles", int, "cycles per compute superstep (launch + sync)", lo=0, hi=1 << 24),
 )
 _BY_PRECISION_INT = (Field("f16", int, "value for F16 operands", lo=1, hi=1 << 16),
                      Field("f8", int, "value for F8 operands", lo=1, hi=1 << 16))
@@ -58,11 +62,15 @@ class Target:
     exchange_table_bytes_max: int
     exchange_fragments_max: int
     exchange_bytes_per_cycle: int
+    exchange_fragment_cycles: int
+    exchange_sync_cycles: int
     workers: int
     clock_hz: int
     amp_macs_per_cycle: dict[str, int]
     accumulation: dict[str, str]
     accumulation_chunk: int
+    vector_bytes_per_cycle: int
+    compute_set_cycles: int
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -108,7 +116,9 @@ def load_target(path: str | Path) -> Target:
         seeds_planned_data_bytes=mem["seeds_planned_data_bytes"],
         seeds_support_reserve_bytes=mem["seeds_support_reserve_bytes"],
         exchange_table_bytes_max=exc["table_bytes_max"], exchange_fragments_max=exc["fragments_max"],
-        exchange_bytes_per_cycle=exc["bytes_per_cycle"], workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
+        exchange_bytes_per_cycle=exc["bytes_per_cycle"], exchange_fragment_cycles=exc["fragment_cycles"],
+        exchange_sync_cycles=exc["sync_cycles"], vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
+        compute_set_cycles=cmp_["compute_set_cycles"], workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
         amp_macs_per_cycle=dict(macs), accumulation=dict(acc), accumulation_chunk=cmp_["accumulation_chunk"],
     )
 

@@ -1,0 +1,52 @@
+"""Family `choice`: exactly one implementation per op; edge layout pairs follow from the two choices.
+
+For op o: sum_i x[o,i] == 1. For edge e from producer p to consumer c, with u[p,a] = sum of x over p's
+implementations whose output is layout a and v[c,b] likewise for the needed layout b, pair literals
+z[e,a,b] satisfy sum_b z[e,a,b] == u[p,a] and sum_a z[e,a,b] == v[c,b] (exact for one-hot choices).
+A staged parameter's home exists iff some chosen implementation stages it. A Repeat's carried value
+keeps one layout: the loop's input and its body result are produced in the same layout.
+"""
+
+from __future__ import annotations
+
+from .model import ModelCtx
+
+
+def add_choice(ctx: ModelCtx) -> None:
+    p, m = ctx.p, ctx.m
+    for op, impls in p.impls.items():
+        for i, im in enumerate(impls):
+            ctx.x[("impl", op, i)] = m.NewBoolVar(f"x[{op}={im.label}]")
+        g = ctx.guard(f"choice[{op}: one of {len(impls)}]", "choice", (op,))
+        m.AddExactlyOne([ctx.x[("impl", op, i)] for i in range(len(impls))]).OnlyEnforceIf(g)
+        ctx.constraints += 1
+    for ei, e in enumerate(p.edges):
+        g = ctx.guard(f"choice[edge {e.buf} -> {e.consumer}]", "choice", ("edge", ei))
+        for pr in e.pairs:
+            ctx.x[("pair", ei, pr.src, pr.dst)] = m.NewBoolVar(f"z[{e.buf}->{e.consumer}:{pr.src},{pr.dst}]")
+        for a in range(len(e.src_layouts)):
+            u = [ctx.x[("impl", e.producer, i)] for i, s in e.src_of_impl.items() if s == a]
+            z = [ctx.x[("pair", ei, a, b)] for b in range(len(e.dst_layouts))]
+            m.Add(sum(z) == sum(u)).OnlyEnforceIf(g)
+        for b in range(len(e.dst_layouts)):
+            v = [ctx.x[("impl", e.consumer, j)] for j, d in e.dst_of_impl.items() if d == b]
+            z = [ctx.x[("pair", ei, a, b)] for a in range(len(e.src_layouts))]
+            m.Add(sum(z) == sum(v)).OnlyEnforceIf(g)
+        ctx.constraints += len(e.src_layouts) + len(e.dst_layouts)
+    for key, users in p.homes.items():
+        h = m.NewBoolVar(f"home[{key}]")
+        ctx.home[key] = h
+        g = ctx.guard(f"choice[home {key}]", "choice", ("home", key))
+        us = [ctx.x[("impl", op, i)] for op, i in users]
+        for u in us:
+            m.AddImplication(u, h).OnlyEnforceIf(g)
+        m.Add(h <= sum(us)).OnlyEnforceIf(g)
+        ctx.constraints += len(us) + 1
+    for outer, res in p.ties:
+        po, pr_ = p.sched.buffers[outer].producer, p.sched.buffers[res].producer
+        g = ctx.guard(f"choice[carried {outer} == {res}]", "choice", ("tie", outer, res))
+        for i, a in enumerate(p.impls[po]):
+            for j, b in enumerate(p.impls[pr_]):
+                if a.out != b.out:
+                    m.AddBoolOr([ctx.x[("impl", po, i)].Not(), ctx.x[("impl", pr_, j)].Not()]).OnlyEnforceIf(g)
+                    ctx.constraints += 1

@@ -1,0 +1,68 @@
+"""Tile classes: tiles with identical byte rows share constraints; rows dominated by another are dropped."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TileClass:
+    """A representative tile, the tiles identical to it, and the tiles of classes it dominates."""
+
+    index: int
+    rep: int
+    tiles: np.ndarray
+    covers: np.ndarray  # tiles whose every byte row is <= this class's (their constraints are implied)
+
+    def describe(self) -> str:
+        return f"class {self.index} ({len(self.tiles)} tiles: {tile_ranges(self.tiles)})"
+
+
+def tile_ranges(tiles: np.ndarray, limit: int = 4) -> str:
+    t = np.sort(np.asarray(tiles))
+    if t.size == 0:
+        return "none"
+    breaks = np.flatnonzero(np.diff(t) != 1)
+    starts = np.concatenate([[t[0]], t[breaks + 1]])
+    ends = np.concatenate([t[breaks], [t[-1]]])
+    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in zip(starts, ends)]
+    more = f", +{len(parts) - limit} ranges" if len(parts) > limit else ""
+    return ", ".join(parts[:limit]) + more
+
+
+def tile_classes(vectors: list[np.ndarray], tiles: int) -> list[TileClass]:
+    """Group tiles by their row of every contribution vector; keep classes no other class dominates.
+
+    Dominated classes are sound to drop: each class has its own region-split variable and its bytes at
+    every step are a non-negative combination of these columns, so a split that fits the dominating
+    class fits the dominated one too.
+    """
+    if not vectors:
+        return [TileClass(0, 0, np.arange(tiles), np.arange(tiles))]
+    V = np.stack(vectors, axis=1)  # [tiles, n]
+    uniq, first, inverse = np.unique(V, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    n = len(uniq)
+    dominated = np.zeros(n, bool)
+    for a in range(n):
+        ge = (uniq >= uniq[a]).all(1)
+        ge[a] = False
+        ge &= ~dominated
+        if ge.any():
+            dominated[a] = True
+    kept = np.flatnonzero(~dominated)
+    owner = np.empty(n, int)
+    for a in range(n):
+        if not dominated[a]:
+            owner[a] = a
+        else:
+            cand = kept[(uniq[kept] >= uniq[a]).all(1)]
+            owner[a] = cand[0]
+    out = []
+    for ci, a in enumerate(kept):
+        members = np.flatnonzero(inverse == a)
+        covers = np.flatnonzero(owner[inverse] == a)
+        out.append(TileClass(ci, int(first[a]), members, covers))
+    return out

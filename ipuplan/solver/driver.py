@@ -1,0 +1,76 @@
+"""The `solve` job: load model and target, solve, write DIR/plan.json (FIT) or DIR/verdict.json."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..model import build_graph, load_model
+from ..plan import FORMAT, sha256, write_json
+from ..target import load_target
+from .solve import SolveOptions, SolveResult, Verdict, solve
+
+TABLES_NOTE = ("placeholder: exchange code, tables and runtime are counted as a fixed support reserve of "
+               "{support} B per tile in region 0 (the seeds' figure); per-tile exchange tables are not yet modeled")
+
+
+@dataclass(frozen=True)
+class Job:
+    model: str
+    target: str
+    batch: int = 1
+    layers: int | None = None
+    precision: str | None = None
+    fuse_qkv: bool | None = None
+    options: SolveOptions = SolveOptions()
+
+
+def header(job: Job, spec, result: SolveResult) -> dict:
+    p = result.problem
+    a = p.acct
+    return {
+        "format": FORMAT,
+        "verdict": result.verdict.value,
+        "model": spec.name, "batch": job.batch, "layers": spec.layers, "precision": spec.precision.value,
+        "fuse_qkv": spec.fuse_qkv,
+        "inputs": {"model": {"path": job.model, "sha256": sha256(job.model)},
+                   "target": {"path": job.target, "sha256": sha256(job.target)}},
+        "options": {"support_reserve": job.options.support_reserve, "seed": job.options.seed,
+                    "time_limit": job.options.time_limit, "relative_gap": job.options.relative_gap},
+        "accounting": {"mode": a.mode, "usable_bytes": a.usable, "support_bytes": a.support,
+                       "region0_bytes": a.region0, "region1_bytes": a.region1,
+                       "exchange_tables": TABLES_NOTE.format(support=a.support)},
+    }
+
+
+def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = None) -> tuple[SolveResult, dict]:
+    spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv)
+    target = load_target(job.target)
+    graph = build_graph(spec, job.batch)
+    result = solve(graph, target, job.options, report)
+    doc = header(job, spec, result)
+    st = result.stats
+    size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
+    solver = {"status": st.get("status"), "deterministic_time": st.get("deterministic_time"),
+              "seed": job.options.seed, "workers": job.options.workers}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in ("plan.json", "verdict.json"):
+        (out_dir / stale).unlink(missing_ok=True)
+    if result.verdict is Verdict.FIT:
+        doc.update(result.plan)
+        doc["model_size"] = size
+        doc["solver"] = solver
+        write_json(out_dir / "plan.json", doc)
+    else:
+        doc["model_size"] = size
+        doc["solver"] = solver
+        if result.verdict is Verdict.INFEASIBLE:
+            fam = Counter(g.family for g in result.core)
+            doc["core"] = {"families": dict(sorted(fam.items())), "constraints": [g.name for g in result.core],
+                           "note": "CP-SAT's sufficient set of named constraints; not yet a checked certificate"}
+        write_json(out_dir / "verdict.json", doc)
+    write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"),
+                                               "build_seconds": st.get("build_seconds"), **size})
+    return result, doc

@@ -1,0 +1,31 @@
+"""Family `memory/regions`: what each memory region can hold, per tile class and step.
+
+Region 0 holds code, exchange tables and runtime (the support bytes) and may hold standard data;
+region 1 holds all interleaved data and may hold standard data. With s0 the standard bytes placed in
+region 0 at a step (a split variable per class and step), the region limits are
+    support + s0 <= region0,   interleaved + (standard - s0) <= region1.
+Eliminating s0 leaves `support <= region0`, `interleaved <= region1` and the liveness family's total
+bound, which is what is emitted. This is a relaxation of pinning every buffer to one region for its
+whole life: a verdict of INFEASIBLE therefore holds for every region assignment and placement, and a FIT
+plan's per-buffer regions are fixed by address placement.
+"""
+
+from __future__ import annotations
+
+from ...layout import MemClass
+from ..model import ModelCtx
+from .liveness import live_terms
+
+
+def add_regions(ctx: ModelCtx) -> None:
+    p, m, a = ctx.p, ctx.m, ctx.p.acct
+    g0 = ctx.guard(f"region0[support {a.support} B <= {a.region0} B]", "regions", ("region0",))
+    one = m.NewConstant(1)
+    m.Add(a.support * one <= a.region0).OnlyEnforceIf(g0)
+    ctx.constraints += 1
+    for c, t, terms, top in live_terms(ctx, MemClass.INTERLEAVED):
+        if top <= a.region1:
+            continue
+        g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
+        m.Add(sum(v * ctx.lit(lit) for lit, v in terms.items()) <= a.region1).OnlyEnforceIf(g)
+        ctx.constraints += 1

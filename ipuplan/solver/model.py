@@ -1,0 +1,40 @@
+"""The CP-SAT model under construction: variables by role and named guard literals for every constraint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from .classes import TileClass
+from .problem import Problem
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A named enforcement literal: the constraint(s) it guards hold only when it is true."""
+
+    name: str
+    family: str
+    info: tuple = ()
+
+
+@dataclass
+class ModelCtx:
+    p: Problem
+    classes: list[TileClass]
+    m: cp_model.CpModel = field(default_factory=cp_model.CpModel)
+    x: dict[tuple, cp_model.IntVar] = field(default_factory=dict)  # ("impl", op, i) / ("pair", e, a, b)
+    home: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    guards: list[tuple[cp_model.IntVar, Guard]] = field(default_factory=list)
+    constraints: int = 0
+
+    def guard(self, name: str, family: str, info: tuple = ()) -> cp_model.IntVar:
+        g = self.m.NewBoolVar(name)
+        self.guards.append((g, Guard(name, family, info)))
+        return g
+
+    def lit(self, key: tuple):
+        if key[0] == "home":
+            return self.home[key[1]]
+        return self.x[key]

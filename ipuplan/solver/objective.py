@@ -1,0 +1,20 @@
+"""Family `objective`: minimize modeled cycles.
+
+cycles = constant (per-superstep launch and sync) + sum_i cycles_i * x_i over implementation literals
+(compute, intra-op exchange, parameter staging) + sum_z cycles_z * z over pairs that convert layouts.
+Repeat bodies count times their trip count.
+"""
+
+from __future__ import annotations
+
+from .model import ModelCtx
+
+
+def add_objective(ctx: ModelCtx) -> None:
+    p = ctx.p
+    terms = [c * ctx.x[k] for k, c in p.cycles.items() if c and k in ctx.x]
+    ctx.m.Minimize(sum(terms) + p.constant_cycles)
+
+
+def objective_value(ctx: ModelCtx, chosen: set[tuple]) -> int:
+    return ctx.p.constant_cycles + sum(c for k, c in ctx.p.cycles.items() if k in chosen)
