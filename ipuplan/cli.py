@@ -186,7 +186,7 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (h
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it
     except IpuplanError as e:
         print(f"error: {e.render()}", file=sys.stderr)
         sys.exit(e.exit_code)
@@ -201,6 +201,7 @@ def main() -> None:
             e.show()
             sys.exit(e.exit_code)
         raise
+    sys.exit(rc if isinstance(rc, int) else 0)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ class Transfer:
 
     send/recv: bytes each tile sends (a multicast run counts once) and receives; frags_send/frags_recv:
     contiguous runs; cells: number of (source block x destination block) rectangles, moved or local.
+    `moves` lists every cell: element ranges [r0, r0+nr) x [c0, c0+nc) of the destination matrix (for
+    flat layouts, a byte range as r0/nr with c0=0, nc=1), its source tile, and one destination tile per
+    destination replica (a multicast group).
     """
 
     send: np.ndarray
@@ -22,6 +25,7 @@ class Transfer:
     frags_send: np.ndarray
     frags_recv: np.ndarray
     cells: int
+    moves: dict | None = None
 
     @property
     def moved_bytes(self) -> int:
@@ -63,8 +67,8 @@ def transfers(src: Layout | ColumnWindow, dst: Layout, tiles: int) -> Transfer:
     elem = dst.elem
     rs_b, rd_b = _bounds(src.row_sizes()), _bounds(dst.row_sizes())
     cs_b, cd_b = _bounds(src.col_sizes()), _bounds(dst.col_sizes()) + c0
-    _, rlen, ri_s, ri_d = _segments(rs_b, rd_b, 0, src.rows)
-    _, clen, ci_s, ci_d = _segments(cs_b, cd_b, c0, c1)
+    rst, rlen, ri_s, ri_d = _segments(rs_b, rd_b, 0, src.rows)
+    cst, clen, ci_s, ci_d = _segments(cs_b, cd_b, c0, c1)
     st = src.block_tiles(tiles)[0]  # [pr, pc]
     dt = dst.block_tiles(tiles)  # [reps, pr, pc]
     s_tile = st[ri_s[:, None], ci_s[None, :]]  # [R, C]
@@ -82,8 +86,11 @@ def transfers(src: Layout | ColumnWindow, dst: Layout, tiles: int) -> Transfer:
     w_f = np.broadcast_to(frags[None], remote.shape)[remote]
     recv = np.bincount(d_tile[remote], weights=w_b, minlength=tiles)
     fr = np.bincount(d_tile[remote], weights=w_f, minlength=tiles)
+    R, C = len(rlen), len(clen)
+    moves = {"r0": np.repeat(rst, C), "nr": np.repeat(rlen, C), "c0": np.tile(cst - c0, R), "nc": np.tile(clen, R),
+             "src": s_tile.ravel(), "dst": d_tile.reshape(d_tile.shape[0], -1).T}
     return Transfer(send.astype(np.int64), recv.astype(np.int64), fs.astype(np.int64), fr.astype(np.int64),
-                    int(remote.size))
+                    int(remote.size), moves)
 
 
 def _flat_transfer(src: Layout, dst: Layout, tiles: int, c0: int, c1: int) -> Transfer:
@@ -126,5 +133,6 @@ def _flat_transfer(src: Layout, dst: Layout, tiles: int, c0: int, c1: int) -> Tr
     fs = np.bincount(s_t[any_remote], minlength=tiles)
     recv = np.bincount(d_t[remote], weights=np.broadcast_to(nb[None], remote.shape)[remote], minlength=tiles)
     fr = np.bincount(d_t[remote], minlength=tiles)
+    moves = {"r0": a, "nr": nb, "c0": np.zeros_like(a), "nc": np.ones_like(a), "src": s_t, "dst": d_t.T}
     return Transfer(send.astype(np.int64), recv.astype(np.int64), fs.astype(np.int64), fr.astype(np.int64),
-                    int(remote.size))
+                    int(remote.size), moves)

@@ -87,9 +87,17 @@ def _params(opts: SolveOptions, seconds: float, workers: int) -> cp_model.CpSolv
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
           report: Callable[[str], None] | None = None) -> SolveResult:
+    """Plan `graph` on `target`."""
     t0 = time.perf_counter()
     p = build_problem(graph, target, opts.batch, opts.support_reserve)
-    classes = tile_classes(p.vectors, target.tiles)
+    return solve_problem(p, opts, report, t0)
+
+
+def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] | None = None,
+                  t0: float | None = None) -> SolveResult:
+    """Solve a built problem: FIT with a plan, INFEASIBLE with CP-SAT's core, or UNKNOWN."""
+    t0 = time.perf_counter() if t0 is None else t0
+    classes = tile_classes(p.vectors, p.target.tiles)
     ctx = build_model(p, classes, objective=True)
     for g, _ in ctx.guards:
         ctx.m.Add(g == 1)
@@ -160,8 +168,11 @@ def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -
     objective = objective_value(ctx, chosen)
     bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
     clock = p.target.clock_hz
+    classes = [{"class": c.index, "representative_tile": c.rep, "tiles": len(c.tiles),
+                "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in ctx.classes]
     return {
         "choices": choices,
+        "tile_classes": classes,
         "peaks": {"total": peak(std + il + a.support, p.steps), "standard": peak(std, p.steps),
                   "interleaved": peak(il, p.steps), "region0": peak(r0, p.steps), "region1": peak(r1, p.steps)},
         "cycles": {"modeled": objective, "ms": round(objective / clock * 1e3, 4), "best_bound": bound,

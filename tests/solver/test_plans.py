@@ -1,0 +1,170 @@
+"""Solve + check on real models: FIT plans pass the independent checker, mutated plans fail it,
+plans are deterministic, and verdicts map to exit codes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import MODELS, ROOT, TARGET
+from ipuplan.check import check_plan
+
+SMALL = ROOT / "targets" / "small64.yaml"
+GOLDEN = ROOT / "tests" / "golden"
+
+
+def _target(tmp_path: Path, tiles: int, sram: int) -> Path:
+    text = TARGET.read_text()
+    text = text.replace("tiles: 1472", f"tiles: {tiles}").replace("sram_bytes: 638976", f"sram_bytes: {sram}")
+    text = text.replace("region0_bytes: 212992", f"region0_bytes: {min(212992, sram // 3)}")
+    p = tmp_path / f"t{tiles}-{sram}.yaml"
+    p.write_text(text)
+    return p
+
+
+def _solve(cli, out: Path, *args) -> tuple[int, dict]:
+    r = cli("solve", *args, "-o", out)
+    name = "plan.json" if (out / "plan.json").exists() else "verdict.json"
+    return r.code, json.loads((out / name).read_text())
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from([16, 32, 64]), st.integers(1, 4), st.sampled_from([70_000, 90_000, 160_000, 638_976]))
+def test_fit_plans_pass_the_checker(cli, tmp_path, tiles, batch, sram):
+    t = _target(tmp_path, tiles, sram)
+    out = tmp_path / f"o{tiles}-{batch}-{sram}"
+    code, doc = _solve(cli, out, MODELS / "vit-small.yaml", "--batch", batch, "--target", t)
+    assert code in (0, 1), doc
+    if code == 0:
+        rep = check_plan(doc)
+        assert rep.ok, rep.violations
+        assert doc["peaks"]["total"]["bytes"] <= doc["accounting"]["usable_bytes"]
+    else:
+        assert doc["verdict"] == "INFEASIBLE" and doc["core"]["constraints"]
+
+
+@pytest.fixture(scope="module")
+def small_plan(tmp_path_factory):
+    import sys
+    from ipuplan.cli import main
+    out = tmp_path_factory.mktemp("plan")
+    old = sys.argv
+    sys.argv = ["ipuplan", "solve", str(MODELS / "vit-small.yaml"), "--batch", "2", "--target", str(SMALL),
+                "-o", str(out)]
+    try:
+        main()
+    except SystemExit as e:
+        assert e.code == 0
+    finally:
+        sys.argv = old
+    return json.loads((out / "plan.json").read_text())
+
+
+def test_checker_accepts_the_plan(small_plan):
+    assert check_plan(small_plan).ok
+
+
+def test_checker_rejects_overflow(small_plan):
+    bad = copy.deepcopy(small_plan)
+    # put the GELU output of every layer on one tile, replicated over the whole target
+    op = next(k for k in bad["choices"] if k.endswith("gelu"))
+    out = bad["choices"][op]["output"]
+    out.update(pr=1, pc=1, replicas=64, row_stride=0, rep_stride=1, row_groups=1)
+    bad["accounting"]["usable_bytes"] = small_plan["peaks"]["total"]["bytes"]  # no slack left
+    rep = check_plan(bad)
+    assert not rep.ok
+    assert any("memory[point=" in v or "peaks." in v or "accounting" in v for v in rep.violations)
+
+
+def test_checker_rejects_swapped_choice(small_plan):
+    bad = copy.deepcopy(small_plan)
+    mms = [k for k, c in bad["choices"].items() if c["kind"] == "matmul"]
+    a, b = mms[0], mms[1]
+    bad["choices"][a], bad["choices"][b] = bad["choices"][b], bad["choices"][a]
+    rep = check_plan(bad)
+    assert not rep.ok and any(a in v or b in v or "peaks" in v for v in rep.violations)
+
+
+def test_checker_rejects_tampered_peak_and_grid(small_plan):
+    bad = copy.deepcopy(small_plan)
+    bad["peaks"]["total"]["bytes"] -= 8
+    assert any("peaks.total" in v for v in check_plan(bad).violations)
+    bad = copy.deepcopy(small_plan)
+    mm = next(k for k, c in bad["choices"].items() if c["kind"] == "matmul")
+    bad["choices"][mm]["pm"] = 10_000
+    assert any("does not fit" in v for v in check_plan(bad).violations)
+
+
+def test_checker_rejects_changed_model(small_plan, tmp_path):
+    bad = copy.deepcopy(small_plan)
+    bad["inputs"]["model"]["sha256"] = "0" * 64
+    assert any("sha256" in v for v in check_plan(bad).violations)
+
+
+def test_plan_is_deterministic(cli, tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        assert cli("solve", MODELS / "siglip.yaml", "--batch", "2", "--layers", "2", "--seed", "3", "-o", d).code == 0
+    assert (a / "plan.json").read_bytes() == (b / "plan.json").read_bytes()
+
+
+def test_plan_golden(small_plan):
+    keep = {k: small_plan[k] for k in ("verdict", "model", "batch", "layers", "choices", "peaks", "cycles")}
+    text = json.dumps(keep, indent=1) + "\n"
+    path = GOLDEN / "vit-small-b2-small64.plan.json"
+    import os
+    if os.environ.get("IPUPLAN_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), "plan changed; regenerate with IPUPLAN_UPDATE_GOLDEN=1 if intended"
+
+
+def test_infeasible_exit_code_and_core(cli, tmp_path):
+    t = _target(tmp_path, 16, 40_000)
+    code, doc = _solve(cli, tmp_path / "inf", MODELS / "vit-small.yaml", "--batch", "2", "--target", t)
+    assert code == 1 and doc["verdict"] == "INFEASIBLE"
+    assert set(doc["core"]["families"]) & {"liveness", "regions"}
+
+
+def test_time_limit_gives_unknown_never_infeasible(cli, tmp_path):
+    r = cli("solve", MODELS / "siglip.yaml", "--batch", "2", "--time-limit", "1", "-o", tmp_path / "u")
+    assert r.code == 3, r.out
+    assert "UNKNOWN" in r.out and not (tmp_path / "u" / "plan.json").exists()
+
+
+def test_support_reserve_reproduces_seed_accounting(cli, tmp_path):
+    code, doc = _solve(cli, tmp_path / "s", MODELS / "vit-small.yaml", "--batch", "2", "--support-reserve", "49152",
+                       "--target", SMALL)
+    assert code == 0
+    assert doc["accounting"] == doc["accounting"] | {"mode": "seeds", "usable_bytes": 586_960, "support_bytes": 49_152}
+    assert check_plan(doc).ok
+
+
+@pytest.mark.slow
+def test_full_siglip_batch2_fits_and_checks(cli, tmp_path):
+    code, doc = _solve(cli, tmp_path / "sig", MODELS / "siglip.yaml", "--batch", "2")
+    assert code == 0, doc.get("verdict")
+    assert doc["layers"] == 27 and doc["peaks"]["total"]["bytes"] <= 637_872
+    rep = check_plan(doc)
+    assert rep.ok, rep.violations
+    r = cli("check", tmp_path / "sig")
+    assert r.code == 0 and "CHECK PASSED" in r.out
+
+
+def test_checker_does_not_import_the_solver():
+    import subprocess
+    import sys
+    code = ("import sys, ipuplan.check, ipuplan.cli; "
+            "bad = [m for m in sys.modules if m.startswith(('ortools', 'ipuplan.solver'))]; "
+            "assert not bad, bad")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
+
+
+def test_plan_reports_tile_classes(small_plan):
+    cl = small_plan["tile_classes"]
+    assert cl and sum(c["stands_for"] for c in cl) == 64
+    assert all(c["tiles"] >= 1 for c in cl)

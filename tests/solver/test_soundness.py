@@ -1,0 +1,134 @@
+"""Solver soundness: on random tiny problems the CP-SAT verdict and optimum match brute-force enumeration.
+
+The instances are planning problems built directly (random byte vectors over a few tiles, random live
+ranges, edges with layout pairs, staged homes, carried ties), so every combination of choices can be
+enumerated and checked on every tile and step, with no tile classes and no solver code.
+"""
+
+from __future__ import annotations
+
+import itertools
+from types import SimpleNamespace
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ipuplan.layout import Layout, MemClass
+from ipuplan.solver.catalogue import Impl
+from ipuplan.solver.problem import Accounting, Contribution, Edge, Pair, Problem
+from ipuplan.solver.solve import SolveOptions, Verdict, solve_problem
+
+
+@st.composite
+def problems(draw):
+    T = draw(st.integers(1, 5))
+    S = draw(st.integers(2, 5))
+    n_ops = draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    vectors, contribs, cycles = [], [], {}
+
+    def vec(scale):
+        v = rng.integers(0, scale, T) * rng.integers(0, 2, T)
+        vectors.append(v.astype(np.int64))
+        return len(vectors) - 1
+
+    def span():
+        a, b = sorted(rng.integers(0, S, 2))
+        return int(a), int(b)
+
+    ops = [f"op{i}" for i in range(n_ops)]
+    outs = [Layout(1, 4, 1, pr=1, pc=1, start=s) for s in range(4)]  # distinct layouts by start tile
+    impls = {}
+    for op in ops:
+        k = draw(st.integers(1, 3))
+        lst = []
+        for i in range(k):
+            lst.append(Impl(op, f"{op}.{i}", {}, outs[int(rng.integers(0, 3))], {}, (), np.zeros(T, np.int64), 0))
+            lit = ("impl", op, i)
+            cycles[lit] = int(rng.integers(0, 50))
+            for _ in range(int(rng.integers(1, 3))):
+                a, b = span()
+                contribs.append(Contribution(lit, vec(60), MemClass(rng.choice(["std", "il"])), a, b, op))
+        impls[op] = lst
+    edges = []
+    for c in range(1, n_ops):
+        if rng.random() < 0.6:
+            pidx = int(rng.integers(0, c))
+            prod, cons = ops[pidx], ops[c]
+            ns, nd = int(rng.integers(1, len(impls[prod]) + 1)), int(rng.integers(1, 3))
+            e = Edge(f"b{pidx}", prod, cons, 0, None, [outs[0]] * ns, [outs[1]] * nd)
+            e.src_of_impl = {i: int(rng.integers(0, ns)) for i in range(len(impls[prod]))}
+            e.dst_of_impl = {j: int(rng.integers(0, nd)) for j in range(len(impls[cons]))}
+            ei = len(edges)
+            for a in range(ns):
+                for b in range(nd):
+                    conv = bool(rng.random() < 0.7)
+                    pr = Pair(ei, a, b, conv, int(rng.integers(0, 30)) if conv else 0)
+                    if conv:
+                        lo, hi = span()
+                        contribs.append(Contribution(("pair", ei, a, b), vec(60), MemClass.STANDARD, lo, hi, "x"))
+                        cycles[("pair", ei, a, b)] = pr.cycles
+                    e.pairs.append(pr)
+            edges.append(e)
+    homes = {}
+    if rng.random() < 0.5:
+        users = [(op, i) for op in ops for i in range(len(impls[op])) if rng.random() < 0.4]
+        if users:
+            homes["w"] = users
+            contribs.append(Contribution(("home", "w"), vec(80), MemClass.STANDARD, 0, S - 1, "home"))
+    ties = []
+    if n_ops >= 2 and rng.random() < 0.3:
+        ties = [("b0", "b1")]
+    usable = int(rng.integers(40, 260))
+    support = int(rng.integers(0, 30))
+    acct = Accounting(usable, support, int(rng.integers(support // 2, 60)), int(rng.integers(20, 200)), 8, "test")
+    sched = SimpleNamespace(steps=[f"s{t}" for t in range(S)],
+                            buffers={"b0": SimpleNamespace(producer=ops[0]),
+                                     "b1": SimpleNamespace(producer=ops[min(1, n_ops - 1)])})
+    target = SimpleNamespace(tiles=T, clock_hz=1_500_000_000)
+    return Problem(None, target, acct, sched, impls, edges, vectors, contribs, cycles, 7, homes, ties, 1)
+
+
+def enumerate_best(p: Problem):
+    """The optimal objective over every combination of implementation choices, or None if none fits."""
+    ops = list(p.impls)
+    T, S = p.target.tiles, len(p.sched.steps)
+    best = None
+    for combo in itertools.product(*(range(len(p.impls[o])) for o in ops)):
+        pick = dict(zip(ops, combo))
+        if any(p.impls[p.sched.buffers[a].producer][pick[p.sched.buffers[a].producer]].out !=
+               p.impls[p.sched.buffers[b].producer][pick[p.sched.buffers[b].producer]].out for a, b in p.ties):
+            continue
+        chosen = {("impl", o, i) for o, i in pick.items()}
+        for ei, e in enumerate(p.edges):
+            chosen.add(("pair", ei, e.src_of_impl[pick[e.producer]], e.dst_of_impl[pick[e.consumer]]))
+        for key, users in p.homes.items():
+            if any(pick[o] == i for o, i in users):
+                chosen.add(("home", key))
+        total = np.zeros((S, T), np.int64)
+        il = np.zeros((S, T), np.int64)
+        for cb in p.contribs:
+            if cb.lit in chosen:
+                total[cb.first:cb.last + 1] += p.vectors[cb.vec]
+                if cb.mem is MemClass.INTERLEAVED:
+                    il[cb.first:cb.last + 1] += p.vectors[cb.vec]
+        a = p.acct
+        if a.support > a.region0 or (total > a.usable - a.support).any() or (il > a.region1).any():
+            continue
+        cost = p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+@settings(max_examples=220, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_verdict_and_optimum_match_enumeration(p):
+    r = solve_problem(p, SolveOptions(time_limit=30, relative_gap=0.0, workers=1))
+    best = enumerate_best(p)
+    if best is None:
+        assert r.verdict is Verdict.INFEASIBLE
+        assert r.core, "an infeasible problem names the constraints in conflict"
+    else:
+        assert r.verdict is Verdict.FIT
+        assert r.plan["cycles"]["modeled"] == best
