@@ -121,6 +121,9 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           seed: int = typer.Option(0, "--seed", help="solver seed (same inputs + seed = same plan)"),
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
+          no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relay tiles"),
+          table_budget: Optional[int] = typer.Option(
+              None, "--exchange-table-budget", help="exchange table bytes per tile (default: the target's limit)"),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the plan/verdict document")) -> None:
     """Plan MODEL on the target: FIT (exit 0), INFEASIBLE (1) or UNKNOWN (3)."""
@@ -131,10 +134,12 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     out_dir = Path(output or f"out/{spec_name}-b{batch}")
     if time_limit <= 0:
         raise InputError("--time-limit", None, f"{time_limit} is not positive", "give seconds > 0")
-    if support_reserve is not None and support_reserve < 0:
-        raise InputError("--support-reserve", None, f"{support_reserve} is negative", "give bytes >= 0")
+    for name, v in (("--support-reserve", support_reserve), ("--exchange-table-budget", table_budget)):
+        if v is not None and v < 0:
+            raise InputError(name, None, f"{v} is negative", "give bytes >= 0")
     job = Job(model, _target_path(target), _batch(batch), layers,
-              options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed))
+              options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed,
+                                   relays=not no_relay, table_budget=table_budget))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:
@@ -154,6 +159,11 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                   f"(gap {c['gap'] * 100:.2f}%)")
         for k in ("total", "region0", "region1", "interleaved"):
             out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
+        x = doc["exchange"]
+        tb, fr = x["tables"], x["fragments"]
+        out.print(f"  exchange tables {tb['bytes']:,} B on tile {tb['tile']} (limit {tb['limit']:,}, margin "
+                  f"{tb['margin']:,}; largest superstep {tb['largest_superstep']}); fragments {fr['count']:,} on "
+                  f"tile {fr['tile']} (limit {fr['limit']:,}, margin {fr['margin']:,}); relays: {len(x['relays'])}")
         a = doc["accounting"]
         out.print(f"  usable {a['usable_bytes']:,} B per tile; support reserve {a['support_bytes']:,} B ({a['mode']})")
         out.print(f"  plan: {out_dir / 'plan.json'}")

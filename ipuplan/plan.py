@@ -23,9 +23,10 @@ def layout_record(lay) -> dict:
     return d
 
 
-def region_usage(std: np.ndarray, il: np.ndarray, support: int, region0: int) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes in region 0 and region 1 when standard data fills region 0's free space first."""
-    in0 = np.minimum(std, max(0, region0 - support))
+def region_usage(std: np.ndarray, il: np.ndarray, support, region0: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes in region 0 and region 1 when standard data fills region 0's free space first; `support`
+    (code, runtime, exchange tables) may be a per-tile vector."""
+    in0 = np.minimum(std, np.maximum(0, region0 - support))
     return support + in0, il + (std - in0)
 
 

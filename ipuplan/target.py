@@ -23,6 +23,7 @@ _MEMORY = (
     Field("region1_element_bytes", int, "effective memory-element size of region 1", lo=1, hi=1 << 20),
     Field("seeds_planned_data_bytes", int, "the seeds' planned-data budget per tile", lo=0, hi=1 << 26),
     Field("seeds_support_reserve_bytes", int, "the seeds' fixed support reserve per tile", lo=0, hi=1 << 26),
+    Field("code_bytes", int, "code, runtime and host descriptors in region 0 per tile", lo=0, hi=1 << 26),
 )
 _EXCHANGE = (
     Field("table_bytes_max", int, "encoded exchange bytes per tile", lo=0, hi=1 << 26),
@@ -30,6 +31,10 @@ _EXCHANGE = (
     Field("bytes_per_cycle", int, "exchange bytes per cycle per tile", lo=1, hi=1024),
     Field("fragment_cycles", int, "cycles per transfer fragment", lo=0, hi=1 << 16),
     Field("sync_cycles", int, "cycles per exchange superstep", lo=0, hi=1 << 24),
+    Field("send_fragment_bytes", int, "encoded bytes per sent run", lo=0, hi=1024),
+    Field("recv_fragment_bytes", int, "encoded bytes per received run", lo=0, hi=1024),
+    Field("superstep_bytes", int, "encoded bytes per tile per exchange superstep", lo=0, hi=1 << 16),
+    Field("patch_word_bytes", int, "bytes per Repeat address patch word", lo=0, hi=1024),
 )
 _COMPUTE = (
     Field("workers", int, "worker threads per tile", lo=1, hi=64),
@@ -59,11 +64,16 @@ class Target:
     region1_element_bytes: int
     seeds_planned_data_bytes: int
     seeds_support_reserve_bytes: int
+    code_bytes: int
     exchange_table_bytes_max: int
     exchange_fragments_max: int
     exchange_bytes_per_cycle: int
     exchange_fragment_cycles: int
     exchange_sync_cycles: int
+    send_fragment_bytes: int
+    recv_fragment_bytes: int
+    superstep_bytes: int
+    patch_word_bytes: int
     workers: int
     clock_hz: int
     amp_macs_per_cycle: dict[str, int]
@@ -114,10 +124,12 @@ def load_target(path: str | Path) -> Target:
         region0_bytes=mem["region0_bytes"], region0_element_bytes=mem["region0_element_bytes"],
         region1_element_bytes=mem["region1_element_bytes"],
         seeds_planned_data_bytes=mem["seeds_planned_data_bytes"],
-        seeds_support_reserve_bytes=mem["seeds_support_reserve_bytes"],
+        seeds_support_reserve_bytes=mem["seeds_support_reserve_bytes"], code_bytes=mem["code_bytes"],
         exchange_table_bytes_max=exc["table_bytes_max"], exchange_fragments_max=exc["fragments_max"],
         exchange_bytes_per_cycle=exc["bytes_per_cycle"], exchange_fragment_cycles=exc["fragment_cycles"],
-        exchange_sync_cycles=exc["sync_cycles"], vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
+        exchange_sync_cycles=exc["sync_cycles"], send_fragment_bytes=exc["send_fragment_bytes"],
+        recv_fragment_bytes=exc["recv_fragment_bytes"], superstep_bytes=exc["superstep_bytes"],
+        patch_word_bytes=exc["patch_word_bytes"], vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
         compute_set_cycles=cmp_["compute_set_cycles"], workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
         amp_macs_per_cycle=dict(macs), accumulation=dict(acc), accumulation_chunk=cmp_["accumulation_chunk"],
     )

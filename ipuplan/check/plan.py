@@ -19,8 +19,9 @@ from ..ir.graph import OpKind, Role
 from ..model import build_graph, load_model
 from ..plan import FORMAT, region_usage, sha256
 from ..target import load_target
+from .exchange import fragments
 from .rules import Derived, derive
-from .tiles import tile_bytes
+from .tiles import block_owners, tile_bytes
 
 
 @dataclass
@@ -159,8 +160,28 @@ def check_plan(plan: dict) -> CheckReport:
         (il if lay["mem"] == "il" else std)[first:lastv + 1] += tile_bytes(lay, T) * times
 
     homes: set[str] = set()
+    fs_all, fr_all = np.zeros(T, np.int64), np.zeros(T, np.int64)
+    tables = np.zeros(T, np.int64)
+    relays = {(r["buffer"], r["consumer"], r["input"]) for r in plan.get("exchange", {}).get("relays", [])}
+
+    def moved(fs, fr, patched=False):
+        nonlocal tables, fs_all, fr_all
+        fs_all += fs
+        fr_all += fr
+        tables += target.send_fragment_bytes * fs + target.recv_fragment_bytes * fr
+        if patched:
+            tables += target.patch_word_bytes * (fs > 0)
+
+    def home_of(key):
+        v, count = params[key]
+        r, c = _matrix(v.shape)
+        return {"rows": r, "cols": c, "elem": v.dtype.itemsize, "pr": T, "pc": 1, "replicas": 1,
+                "start": sum(key.encode()) * 37 % T, "row_stride": 0, "col_stride": 1, "rep_stride": 0,
+                "row_groups": 1, "flat": True, "mem": "std", "row_align": 1, "col_align": 1}
+
     for o in ops:
         d = derived[o.key]
+        _internal(o, d, choices[o.key], T, moved)
         add(d.out, o.x if d.out_from_exchange else o.c, last[o.key])
         if d.scratch is not None:
             std[o.c] += d.scratch
@@ -173,6 +194,7 @@ def check_plan(plan: dict) -> CheckReport:
             else:
                 add(lay, o.x, o.c)
                 homes.add(key)
+                moved(*fragments(home_of(key), None, lay, T), patched=count > 1)
         for i, kind, key, window in o.reads:
             need = d.needs.get(i)
             if need is None or kind == "param":
@@ -183,34 +205,59 @@ def check_plan(plan: dict) -> CheckReport:
             src = derived[key].out
             if window is not None or src != need:
                 add(need, o.x, o.c)
+                if (key, o.key, i) in relays:
+                    if need["replicas"] < 2:
+                        rep.fail(f"relay for {key} -> {o.key} but its destination is not replicated")
+                    relay = dict(need, replicas=1, rep_stride=0, row_stride=0, col_stride=1,
+                                 start=(need["start"] + T // 2) % T, mem="std")
+                    add(relay, o.x, o.x)
+                    moved(*fragments(src, window, relay, T))
+                    moved(*fragments(relay, None, need, T))
+                else:
+                    moved(*fragments(src, window, need, T))
     for key in sorted(homes):
-        v, count = params[key]
-        r, c = _matrix(v.shape)
-        home = {"rows": r, "cols": c, "elem": v.dtype.itemsize, "pr": T, "pc": 1, "replicas": 1,
-                "start": sum(key.encode()) * 37 % T, "row_stride": 0, "col_stride": 1, "rep_stride": 0,
-                "row_groups": 1, "flat": True, "mem": "std", "row_align": 1, "col_align": 1}
-        add(home, 0, nsteps - 1, count)
+        add(home_of(key), 0, nsteps - 1, params[key][1])
     for outer, res in ties:
         if derived[outer].out != derived[res].out:
             rep.fail(f"carried value {outer} and body result {res} have different layouts")
 
     acc = plan["accounting"]
     usable, support = acc["usable_bytes"], acc["support_bytes"]
-    want_usable = target.seeds_planned_data_bytes if acc["mode"] == "seeds" else target.usable_bytes
-    if usable != want_usable or (acc["mode"] != "seeds" and support != target.seeds_support_reserve_bytes):
+    seeds = acc["mode"] == "seeds"
+    want = (target.seeds_planned_data_bytes, plan["options"]["support_reserve"]) if seeds else (
+        target.usable_bytes, target.code_bytes + target.superstep_bytes * len(ops))
+    if (usable, support) != want:
         rep.fail(f"accounting {acc['mode']} does not follow from the target (usable {usable}, support {support})")
+    budget = plan["options"].get("exchange_table_budget")
+    budget = target.exchange_table_bytes_max if budget is None else budget
     r0cap, r1cap = target.region0_bytes, target.region1_usable_bytes
     steps = [f"{o.key}:{s}" for o in ops for s in ("x", "c")]
-    total = std + il + support
-    if support > r0cap:
-        rep.fail(f"region0: support {support:,} B exceeds region 0 ({r0cap:,} B)")
+    frags = fs_all + fr_all
+    resident = 0 if seeds else tables[None, :]
+    total = std + il + support + resident
+    for name, arr, cap in (("exchange[tables]", tables, budget), ("exchange[fragments]", frags,
+                                                                  target.exchange_fragments_max)):
+        if arr.max() > cap:
+            t = int(np.argmax(arr))
+            rep.fail(f"{name}[tile {t}]: {int(arr[t]):,} > {cap:,}")
+    x = plan.get("exchange", {})
+    if x.get("tables", {}).get("bytes") != int(tables.max()) or x.get("fragments", {}).get("count") != int(frags.max()):
+        rep.fail(f"exchange: plan says {x.get('tables', {}).get('bytes')} B / {x.get('fragments', {}).get('count')} "
+                 f"fragments, recomputed {int(tables.max()):,} B / {int(frags.max()):,}")
+    else:
+        rep.lines.append(f"exchange tables {int(tables.max()):>9,} B  tile {int(np.argmax(tables)):>4}  (limit {budget:,}); "
+                         f"fragments {int(frags.max()):,} tile {int(np.argmax(frags))} (limit "
+                         f"{target.exchange_fragments_max:,})")
+    region0_fixed = support + (0 if seeds else int(tables.max()))
+    if region0_fixed > r0cap:
+        rep.fail(f"region0: code + tables {region0_fixed:,} B exceed region 0 ({r0cap:,} B)")
     for name, arr, cap in (("memory", total, usable), ("region1[interleaved]", il, r1cap)):
         over = np.argwhere(arr > cap)
         if len(over):
             t, tile = over[np.argmax(arr[tuple(over.T)])]
             rep.fail(f"{name}[point={steps[t]}, tile {tile}]: {int(arr[t, tile]):,} B > {cap:,} B "
                      f"({len(over)} tile-steps over)")
-    r0, r1 = region_usage(std, il, support, r0cap)
+    r0, r1 = region_usage(std, il, support + resident, r0cap)
     for k, arr in (("total", total), ("interleaved", il), ("standard", std), ("region0", r0), ("region1", r1)):
         t, tile = np.unravel_index(int(np.argmax(arr)), arr.shape)
         got = {"bytes": int(arr[t, tile]), "tile": int(tile), "step": steps[t]}
@@ -222,3 +269,22 @@ def check_plan(plan: dict) -> CheckReport:
             rep.lines.append(f"peak {k:<11} {got['bytes']:>9,} B  tile {got['tile']:>4}  at {got['step']}")
     rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {usable:,} B, support {support:,} B")
     return rep
+
+
+def _internal(o, d, choice: dict, T: int, moved) -> None:
+    """Exchanges inside one op: partial-sum reduction, cross-tile statistics, concat's direct writes."""
+    if choice.get("kind") == "matmul" and choice["pk"] > 1:
+        out, pk = d.out, choice["pk"]
+        rs = out["row_stride"] or out["pc"]
+        i = np.arange(out["pr"])[:, None] * rs
+        j = np.arange(out["pc"])[None, :] * out["col_stride"]
+        senders = np.zeros(T, np.int64)
+        for r in range(1, pk):
+            np.add.at(senders, ((out["start"] + r + i + j) % T).ravel(), 1)
+        moved(senders, block_owners(out, T) * (pk - 1))
+    elif choice.get("statistics") == "cross-tile":
+        own = block_owners(d.out, T)
+        moved(own, own * (d.out["pc"] - 1))
+    elif choice.get("kind") == "concat":
+        own = block_owners(d.out, T)
+        moved(own, own * 2)

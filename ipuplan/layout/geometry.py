@@ -11,10 +11,12 @@ ALIGN = 8  # every per-tile block starts 8-byte aligned (64-bit loads); its size
 
 
 class MemClass(Enum):
-    """Standard data may live in either region; interleaved data (AMP operands) only in region 1."""
+    """Standard data may live in either region; interleaved data (AMP operands) only in region 1;
+    encoded exchange code and tables only in region 0 (instructions execute from region 0 alone)."""
 
     STANDARD = "std"
     INTERLEAVED = "il"
+    TABLES = "tab"
 
 
 def balanced(n: int, parts: int) -> np.ndarray:

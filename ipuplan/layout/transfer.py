@@ -32,13 +32,18 @@ class Transfer:
         return int(self.recv.sum())
 
 
+def _sorted_unique(x: np.ndarray) -> np.ndarray:
+    x = np.sort(x, kind="stable")
+    return x[np.concatenate([[True], x[1:] != x[:-1]])] if x.size else x
+
+
 def _bounds(sizes: np.ndarray) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(sizes)])
 
 
 def _segments(a: np.ndarray, b: np.ndarray, lo: int, hi: int):
     """Union of two boundary vectors clipped to [lo, hi): segment starts, lengths, and block ids in a, b."""
-    cuts = np.unique(np.concatenate([a, b, [lo, hi]]))
+    cuts = _sorted_unique(np.concatenate([a, b, [lo, hi]]))
     cuts = cuts[(cuts >= lo) & (cuts <= hi)]
     starts, lens = cuts[:-1], np.diff(cuts)
     keep = lens > 0
@@ -120,7 +125,7 @@ def _flat_transfer(src: Layout, dst: Layout, tiles: int, c0: int, c1: int) -> Tr
     order_s, order_d = np.argsort(ss, kind="stable"), np.argsort(ds, kind="stable")
     ss, se, stl0 = ss[order_s], se[order_s], stl[0][order_s]
     ds, de, dtl = ds[order_d], de[order_d], dtl[:, order_d]
-    cuts = np.unique(np.concatenate([ss, se, ds, de]))
+    cuts = _sorted_unique(np.concatenate([ss, se, ds, de]))
     a, b = cuts[:-1], cuts[1:]
     i_s = np.searchsorted(ss, a, side="right") - 1
     i_d = np.searchsorted(ds, a, side="right") - 1

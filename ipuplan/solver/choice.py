@@ -2,7 +2,8 @@
 
 For op o: sum_i x[o,i] == 1. For edge e from producer p to consumer c, with u[p,a] = sum of x over p's
 implementations whose output is layout a and v[c,b] likewise for the needed layout b, pair literals
-z[e,a,b] satisfy sum_b z[e,a,b] == u[p,a] and sum_a z[e,a,b] == v[c,b] (exact for one-hot choices).
+z[e,a,b,mode] satisfy sum_{b,mode} z == u[p,a] and sum_{a,mode} z == v[c,b] (exact for one-hot
+choices); a converting pair's modes are direct transfer or relay (gather, then multicast).
 A staged parameter's home exists iff some chosen implementation stages it. A Repeat's carried value
 keeps one layout: the loop's input and its body result are produced in the same layout.
 """
@@ -23,14 +24,14 @@ def add_choice(ctx: ModelCtx) -> None:
     for ei, e in enumerate(p.edges):
         g = ctx.guard(f"choice[edge {e.buf} -> {e.consumer}]", "choice", ("edge", ei))
         for pr in e.pairs:
-            ctx.x[("pair", ei, pr.src, pr.dst)] = m.NewBoolVar(f"z[{e.buf}->{e.consumer}:{pr.src},{pr.dst}]")
+            ctx.x[pr.lit] = m.NewBoolVar(f"z[{e.buf}->{e.consumer}:{pr.src},{pr.dst},{pr.mode}]")
         for a in range(len(e.src_layouts)):
             u = [ctx.x[("impl", e.producer, i)] for i, s in e.src_of_impl.items() if s == a]
-            z = [ctx.x[("pair", ei, a, b)] for b in range(len(e.dst_layouts))]
+            z = [ctx.x[pr.lit] for pr in e.pairs if pr.src == a]
             m.Add(sum(z) == sum(u)).OnlyEnforceIf(g)
         for b in range(len(e.dst_layouts)):
             v = [ctx.x[("impl", e.consumer, j)] for j, d in e.dst_of_impl.items() if d == b]
-            z = [ctx.x[("pair", ei, a, b)] for a in range(len(e.src_layouts))]
+            z = [ctx.x[pr.lit] for pr in e.pairs if pr.dst == b]
             m.Add(sum(z) == sum(v)).OnlyEnforceIf(g)
         ctx.constraints += len(e.src_layouts) + len(e.dst_layouts)
     for key, users in p.homes.items():

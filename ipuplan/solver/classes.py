@@ -32,6 +32,20 @@ def tile_ranges(tiles: np.ndarray, limit: int = 4) -> str:
     return ", ".join(parts[:limit]) + more
 
 
+def dominant_rows(M: np.ndarray) -> np.ndarray:
+    """Indices of the distinct rows of M that no other row dominates (>= everywhere)."""
+    uniq, first = np.unique(M, axis=0, return_index=True)
+    n = len(uniq)
+    keep = np.ones(n, bool)
+    order = np.argsort(-uniq.sum(1), kind="stable")
+    for a in order:
+        others = keep.copy()
+        others[a] = False
+        if others.any() and (uniq[others] >= uniq[a]).all(1).any():
+            keep[a] = False
+    return np.sort(first[keep])
+
+
 def tile_classes(vectors: list[np.ndarray], tiles: int) -> list[TileClass]:
     """Group tiles by their row of every contribution vector; keep classes no other class dominates.
 

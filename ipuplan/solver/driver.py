@@ -12,8 +12,11 @@ from ..plan import FORMAT, sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
 
-TABLES_NOTE = ("placeholder: exchange code, tables and runtime are counted as a fixed support reserve of "
-               "{support} B per tile in region 0 (the seeds' figure); per-tile exchange tables are not yet modeled")
+TABLES_NOTE = {
+    "modeled": "per tile, from the plan's transfers (send/receive words, Repeat patch words); resident in region 0 "
+               "beside {support} B of code, runtime and superstep words",
+    "seeds": "inside the fixed {support} B support reserve (the seeds' accounting); still limited per tile",
+}
 
 
 @dataclass(frozen=True)
@@ -37,11 +40,13 @@ def header(job: Job, spec, result: SolveResult) -> dict:
         "fuse_qkv": spec.fuse_qkv,
         "inputs": {"model": {"path": job.model, "sha256": sha256(job.model)},
                    "target": {"path": job.target, "sha256": sha256(job.target)}},
-        "options": {"support_reserve": job.options.support_reserve, "seed": job.options.seed,
+        "options": {"support_reserve": job.options.support_reserve, "relays": job.options.relays,
+                    "exchange_table_budget": job.options.table_budget, "seed": job.options.seed,
                     "time_limit": job.options.time_limit, "relative_gap": job.options.relative_gap},
         "accounting": {"mode": a.mode, "usable_bytes": a.usable, "support_bytes": a.support,
                        "region0_bytes": a.region0, "region1_bytes": a.region1,
-                       "exchange_tables": TABLES_NOTE.format(support=a.support)},
+                       "exchange_tables": TABLES_NOTE[a.mode].format(support=a.support),
+                       "table_budget_bytes": a.table_budget, "fragment_limit": a.fragment_limit},
     }
 
 

@@ -13,27 +13,39 @@ from ..layout import Layout, MemClass, transfers
 from ..layout.geometry import ColumnWindow
 from ..target import Target
 from .catalogue import Ctx, Impl, ParamMode, build_catalogue
+from .exchange.encoding import encode, relay_layout
 from .schedule import Schedule, build_schedule, matrix
 
 
 @dataclass(frozen=True)
 class Accounting:
-    """How much of each tile the plan may use and what is set aside for code and exchange tables."""
+    """How much of each tile the plan may use and what is set aside in region 0.
+
+    modeled (default): support = code + the sync words of every exchange superstep; each tile's exchange
+    tables are counted from the plan's transfers (MemClass.TABLES). seeds (--support-reserve B): the seeds'
+    586,960 B budget with a fixed B-byte reserve that holds the tables; they are limited but not added.
+    """
 
     usable: int  # bytes a tile's plan may occupy in total
-    support: int  # bytes set aside in region 0 for code, exchange tables and runtime
+    support: int  # constant bytes in region 0 (code, runtime, descriptors, superstep words)
     region0: int
     region1: int
-    element: int  # interleaved arena granularity
-    mode: str  # "placeholder" or "seeds"
+    element: int
+    mode: str  # "modeled" or "seeds"
+    table_budget: int
+    fragment_limit: int
+    tables_in_memory: bool
 
     @classmethod
-    def for_target(cls, t: Target, support_reserve: int | None) -> "Accounting":
-        if support_reserve is not None:  # the seeds' budget: 586,960 B of planned data incl. the reserve
+    def for_target(cls, t: Target, support_reserve: int | None, supersteps: int = 0,
+                   table_budget: int | None = None) -> "Accounting":
+        budget = t.exchange_table_bytes_max if table_budget is None else table_budget
+        if support_reserve is not None:
             return cls(t.seeds_planned_data_bytes, support_reserve, t.region0_bytes, t.region1_usable_bytes,
-                       t.region1_element_bytes, "seeds")
-        return cls(t.usable_bytes, t.seeds_support_reserve_bytes, t.region0_bytes, t.region1_usable_bytes,
-                   t.region1_element_bytes, "placeholder")
+                       t.region1_element_bytes, "seeds", budget, t.exchange_fragments_max, False)
+        return cls(t.usable_bytes, t.code_bytes + t.superstep_bytes * supersteps, t.region0_bytes,
+                   t.region1_usable_bytes, t.region1_element_bytes, "modeled", budget, t.exchange_fragments_max,
+                   True)
 
 
 @dataclass
@@ -49,14 +61,31 @@ class Contribution:
 
 
 @dataclass
+class XContribution:
+    """Encoded exchange bytes and fragments per tile (vector indices) when literal `lit` is chosen."""
+
+    lit: tuple
+    tables: int
+    frags: int
+    step: int
+    what: str
+
+
+@dataclass
 class Pair:
-    """A producer-layout x consumer-layout combination of one edge; `cost` set when they differ."""
+    """A producer-layout x consumer-layout combination of one edge, in one transport mode:
+    "none" (same layout, nothing moves), "direct" or "relay" (gather onto relays, then multicast)."""
 
     edge: int
     src: int  # index into the edge's producer layouts
     dst: int  # index into the edge's consumer needs
     convert: bool
     cycles: int = 0
+    mode: str = "none"
+
+    @property
+    def lit(self) -> tuple:
+        return ("pair", self.edge, self.src, self.dst, self.mode)
 
 
 @dataclass
@@ -90,6 +119,7 @@ class Problem:
     homes: dict[str, list[tuple[str, int]]]  # param -> staged users (op, impl)
     ties: list[tuple[str, str]]
     batch: int
+    xcontribs: list[XContribution] = field(default_factory=list)
 
     @property
     def steps(self) -> list[str]:
@@ -117,26 +147,41 @@ def home_layout(t: Target, key: str, rows: int, cols: int, elem: int) -> Layout:
     return Layout(rows, cols, elem, pr=t.tiles, flat=True, start=start)
 
 
-def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int | None = None) -> Problem:
+def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int | None = None,
+                  relays: bool = True, table_budget: int | None = None) -> Problem:
     sched = build_schedule(graph)
     ctx = Ctx(target, sched, batch)
     impls = build_catalogue(ctx)
     T = target.tiles
     vecs = _Vectors()
     contribs: list[Contribution] = []
+    xcontribs: list[XContribution] = []
     cycles: dict[tuple, int] = {}
     homes: dict[str, list[tuple[str, int]]] = {}
     xfer_cache: dict = {}
     last_step = len(sched.steps) - 1
     constant = 0
+    acct = Accounting.for_target(target, support_reserve, len(sched.ops), table_budget)
 
-    def xcycles(src, dst: Layout) -> int:
+    def xfer(src, dst: Layout):
         key = (src, dst)
         if key not in xfer_cache:
-            tr = transfers(src, dst, T)
-            xfer_cache[key] = cl.exchange_cycles(target, int(tr.send.max()), int(tr.recv.max()),
-                                                 int(max(tr.frags_send.max(), tr.frags_recv.max())))
+            xfer_cache[key] = transfers(src, dst, T)
         return xfer_cache[key]
+
+    def xcycles(*trs) -> int:
+        send = sum(t.send for t in trs)
+        recv = sum(t.recv for t in trs)
+        frags = sum(np.maximum(t.frags_send, t.frags_recv) for t in trs)
+        return cl.exchange_cycles(target, int(send.max()), int(recv.max()), int(frags.max()))
+
+    def exchange(lit: tuple, step: int, what: str, trs, patched: bool = False) -> None:
+        """Record a transfer's encoded tables and fragments (and their region-0 bytes)."""
+        tab = sum(encode(target, t, patched)[0] for t in trs)
+        frg = sum(encode(target, t)[1] for t in trs)
+        if not tab.any() and not frg.any():
+            return
+        xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what))
 
     for sop in sched.ops:
         buf = sched.buffers[sop.out_key]
@@ -171,7 +216,12 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                     homes.setdefault(pu.key, []).append((sop.key, i))
                     contribs.append(Contribution(lit, vecs.add(per), pu.layout.mem, sop.xstep, sop.cstep,
                                                  f"{pu.key} (staged)"))
-                    cyc += xcycles(home, pu.layout)
+                    tr = xfer(home, pu.layout)
+                    cyc += xcycles(tr)
+                    exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr], patched=info.count > 1)
+            for what, fs, fr in _internal_exchanges(im, T):
+                tab = target.send_fragment_bytes * fs + target.recv_fragment_bytes * fr
+                xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(fs + fr), sop.cstep, f"{sop.key} {what}"))
             cycles[lit] = cyc * sop.trips
 
     for pkey, users in homes.items():
@@ -181,12 +231,30 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         contribs.append(Contribution(("home", pkey), vecs.add(home.tile_bytes(T) * info.count), MemClass.STANDARD,
                                      0, last_step, f"{pkey} (home x{info.count})"))
 
-    edges = _edges(sched, impls, target, vecs, contribs, cycles, xcycles)
-    return Problem(graph, target, Accounting.for_target(target, support_reserve), sched, impls, edges, vecs.list,
-                   contribs, cycles, constant, homes, sched.ties, batch)
+    edges = _edges(sched, impls, target, vecs, contribs, cycles, xfer, xcycles, exchange, relays)
+    return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, homes,
+                   sched.ties, batch, xcontribs)
 
 
-def _edges(sched: Schedule, impls, target, vecs, contribs, cycles, xcycles) -> list[Edge]:
+def _internal_exchanges(im: Impl, tiles: int):
+    """Exchanges inside one op: pk > 1 partial-sum reduction, cross-tile LayerNorm statistics, concat."""
+    f = im.fields
+    if f.get("kind") == "matmul" and f["pk"] > 1:
+        out = im.out
+        part = Layout(out.rows, out.cols, 4, pr=out.pr, pc=out.pc, replicas=f["pk"], row_stride=out.rstride,
+                      col_stride=out.col_stride, rep_stride=1, row_groups=out.row_groups)
+        senders = np.bincount(part.block_tiles(tiles)[1:].ravel(), minlength=tiles)
+        receivers = np.bincount(out.block_tiles(tiles).ravel(), minlength=tiles) * (f["pk"] - 1)
+        yield "reduction", senders.astype(np.int64), receivers.astype(np.int64)
+    elif f.get("statistics") == "cross-tile":
+        owners = np.bincount(im.out.block_tiles(tiles).ravel(), minlength=tiles).astype(np.int64)
+        yield "statistics", owners, owners * (im.out.pc - 1)
+    elif f.get("kind") == "concat":
+        owners = np.bincount(im.out.block_tiles(tiles).ravel(), minlength=tiles).astype(np.int64)
+        yield "concat", owners, owners * 2
+
+
+def _edges(sched: Schedule, impls, target, vecs, contribs, cycles, xfer, xcycles, exchange, relays) -> list[Edge]:
     T = target.tiles
     edges: list[Edge] = []
     for sop in sched.ops:
@@ -208,15 +276,26 @@ def _edges(sched: Schedule, impls, target, vecs, contribs, cycles, xcycles) -> l
             ei = len(edges)
             for a, src in enumerate(e.src_layouts):
                 for b, dst in enumerate(e.dst_layouts):
-                    same = ref.window is None and src == dst
-                    p = Pair(ei, a, b, not same)
-                    if not same:
-                        s = ColumnWindow(src, *ref.window) if ref.window else src
-                        p.cycles = xcycles(s, dst) * sop.trips
-                        lit = ("pair", ei, a, b)
-                        contribs.append(Contribution(lit, vecs.add(dst.tile_bytes(T)), dst.mem, sop.xstep,
-                                                     sop.cstep, f"{ref.key} -> {sop.key} (exchanged copy)"))
-                        cycles[lit] = p.cycles
-                    e.pairs.append(p)
+                    if ref.window is None and src == dst:
+                        e.pairs.append(Pair(ei, a, b, False))
+                        continue
+                    s = ColumnWindow(src, *ref.window) if ref.window else src
+                    modes = ["direct"] + (["relay"] if relays and dst.replicas > 1 else [])
+                    for mode in modes:
+                        p = Pair(ei, a, b, True, mode=mode)
+                        what = f"{ref.key} -> {sop.key}"
+                        contribs.append(Contribution(p.lit, vecs.add(dst.tile_bytes(T)), dst.mem, sop.xstep,
+                                                     sop.cstep, f"{what} (exchanged copy)"))
+                        if mode == "direct":
+                            trs = [xfer(s, dst)]
+                        else:
+                            relay = relay_layout(dst, T)
+                            trs = [xfer(s, relay), xfer(relay, dst)]
+                            contribs.append(Contribution(p.lit, vecs.add(relay.tile_bytes(T)), MemClass.STANDARD,
+                                                         sop.xstep, sop.xstep, f"{what} (relay buffer)"))
+                        p.cycles = xcycles(*trs) * sop.trips
+                        cycles[p.lit] = p.cycles
+                        exchange(p.lit, sop.xstep, f"{what} ({mode})", trs)
+                        e.pairs.append(p)
             edges.append(e)
     return edges

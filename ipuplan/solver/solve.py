@@ -15,7 +15,9 @@ from ..layout import MemClass
 from ..target import Target
 from .classes import tile_classes, tile_ranges
 from .choice import add_choice
+from .exchange.tables import add_exchange, missing_rows
 from .memory import add_liveness, add_regions
+from .memory.liveness import missing_tile_rows
 from .model import Guard, ModelCtx
 from ..plan import layout_record, peak, region_usage
 from .objective import add_objective, objective_value
@@ -40,6 +42,8 @@ class SolveOptions:
     seed: int = 0
     workers: int = 2
     relative_gap: float = 1e-3
+    relays: bool = True
+    table_budget: int | None = None  # None: the target's exchange table limit
 
 
 @dataclass
@@ -52,8 +56,11 @@ class SolveResult:
 
 
 def build_model(p: Problem, classes, *, objective: bool) -> ModelCtx:
-    ctx = ModelCtx(p, classes)
+    """Every family on a fresh model; with an objective, guards are asserted (solving), else they stay
+    free for assumption-based core extraction."""
+    ctx = ModelCtx(p, classes, fixed=objective)
     add_choice(ctx)
+    add_exchange(ctx)
     add_regions(ctx)
     add_liveness(ctx)
     if objective:
@@ -89,7 +96,7 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
           report: Callable[[str], None] | None = None) -> SolveResult:
     """Plan `graph` on `target`."""
     t0 = time.perf_counter()
-    p = build_problem(graph, target, opts.batch, opts.support_reserve)
+    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.relays, opts.table_budget)
     return solve_problem(p, opts, report, t0)
 
 
@@ -97,10 +104,9 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
                   t0: float | None = None) -> SolveResult:
     """Solve a built problem: FIT with a plan, INFEASIBLE with CP-SAT's core, or UNKNOWN."""
     t0 = time.perf_counter() if t0 is None else t0
-    classes = tile_classes(p.vectors, p.target.tiles)
+    data = sorted({cb.vec for cb in p.contribs})  # exchange vectors get their own rows (exchange family)
+    classes = tile_classes([p.vectors[i] for i in data], p.target.tiles)
     ctx = build_model(p, classes, objective=True)
-    for g, _ in ctx.guards:
-        ctx.m.Add(g == 1)
     built = time.perf_counter() - t0
     stats = {"literals": len(ctx.x) + len(ctx.home), "constraints": ctx.constraints,
              "tile_classes": len(classes), "implementations": sum(len(v) for v in p.impls.values()),
@@ -113,11 +119,32 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if remaining <= 0:
         stats["status"] = "TIME_LIMIT_BEFORE_SOLVE"
         return SolveResult(Verdict.UNKNOWN, p, stats=stats)
-    solver = _params(opts, remaining, opts.workers)
-    cb = _Progress(report)
-    status = solver.Solve(ctx.m, cb)
-    stats.update(status=solver.StatusName(status), deterministic_time=round(solver.deterministic_time, 3),
+    dtime, rounds, added = 0.0, 0, 0
+    while True:
+        rounds += 1
+        solver = _params(opts, opts.time_limit - (time.perf_counter() - t0), opts.workers)
+        solver.parameters.max_deterministic_time = max(0.01, opts.time_limit - dtime)
+        status = solver.Solve(ctx.m, _Progress(report))
+        dtime += solver.deterministic_time
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or time.perf_counter() - t0 > opts.time_limit:
+            break
+        chosen = {k for k, v in ctx.x.items() if solver.Value(v)} | {("home", k) for k, v in ctx.home.items()
+                                                                     if solver.Value(v)}
+        added = missing_rows(ctx, chosen, {k: solver.Value(v) for k, v in ctx.tables.items()})
+        use = tile_usage(p, chosen)
+        tables = exchange_usage(p, chosen)[0]
+        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables)
+        if not added:
+            break
+        if report:
+            report(f"round {rounds}: added {added} exact tile rows the plan breaks; solving again")
+        ctx.m.ClearHints()
+        for k, v in ctx.x.items():
+            ctx.m.AddHint(v, solver.Value(v))
+    stats.update(status=solver.StatusName(status), deterministic_time=round(dtime, 3), rounds=rounds,
                  wall_seconds=round(time.perf_counter() - t0, 3), workers=opts.workers, seed=opts.seed)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and added:
+        return SolveResult(Verdict.UNKNOWN, p, stats=stats)  # time ran out while rows were still missing
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         plan = extract_plan(ctx, solver, opts)
         return SolveResult(Verdict.FIT, p, plan, stats=stats)
@@ -130,6 +157,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
 def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float) -> list[Guard]:
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset."""
     ctx = build_model(p, classes, objective=False)
+    _all_exchange_rows(ctx)
     ctx.m.AddAssumptions([g for g, _ in ctx.guards])
     solver = _params(opts, seconds, 1)
     status = solver.Solve(ctx.m)
@@ -137,6 +165,16 @@ def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float) -> 
         return []
     idx = {g.Index(): info for g, info in ctx.guards}
     return [idx[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in idx]
+
+
+def _all_exchange_rows(ctx: ModelCtx) -> None:
+    """The core is taken on the full model: every exchange row present."""
+    from .exchange.tables import add_fragment_row, add_table_row
+    for c in ctx.classes:
+        for t in c.covers:
+            add_table_row(ctx, c.index, int(t))
+    for t in range(ctx.p.target.tiles):
+        add_fragment_row(ctx, t)
 
 
 def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
@@ -164,7 +202,9 @@ def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -
     usage = tile_usage(p, chosen)
     std, il = usage[MemClass.STANDARD], usage[MemClass.INTERLEAVED]
     a = p.acct
-    r0, r1 = region_usage(std, il, a.support, a.region0)
+    tables, frags, by_step = exchange_usage(p, chosen)
+    resident = tables[None, :] if a.tables_in_memory else 0
+    r0, r1 = region_usage(std, il, a.support + resident, a.region0)
     objective = objective_value(ctx, chosen)
     bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
     clock = p.target.clock_hz
@@ -173,10 +213,41 @@ def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -
     return {
         "choices": choices,
         "tile_classes": classes,
-        "peaks": {"total": peak(std + il + a.support, p.steps), "standard": peak(std, p.steps),
+        "exchange": exchange_report(p, chosen, tables, frags, by_step),
+        "peaks": {"total": peak(std + il + a.support + resident, p.steps), "standard": peak(std, p.steps),
                   "interleaved": peak(il, p.steps), "region0": peak(r0, p.steps), "region1": peak(r1, p.steps)},
         "cycles": {"modeled": objective, "ms": round(objective / clock * 1e3, 4), "best_bound": bound,
                    "gap": round((objective - bound) / objective, 6) if objective else 0.0},
+    }
+
+
+def exchange_usage(p: Problem, chosen: set[tuple]):
+    """Per-tile encoded table bytes and fragments of the chosen exchanges, and tables per step."""
+    T, n = p.target.tiles, len(p.steps)
+    tables, frags = np.zeros(T, np.int64), np.zeros(T, np.int64)
+    by_step = np.zeros((n, T), np.int64)
+    for x in p.xcontribs:
+        if x.lit in chosen:
+            tables += p.vectors[x.tables]
+            frags += p.vectors[x.frags]
+            by_step[x.step] += p.vectors[x.tables]
+    return tables, frags, by_step
+
+
+def exchange_report(p: Problem, chosen: set[tuple], tables, frags, by_step) -> dict:
+    a = p.acct
+    tt, ft = int(np.argmax(tables)), int(np.argmax(frags))
+    relays = sorted(({"buffer": p.edges[k[1]].buf, "consumer": p.edges[k[1]].consumer, "input": p.edges[k[1]].index}
+                     for k in chosen if k[0] == "pair" and k[4] == "relay"),
+                    key=lambda d: (d["consumer"], d["input"]))
+    return {
+        "tables": {"bytes": int(tables[tt]), "tile": tt, "limit": a.table_budget,
+                   "margin": a.table_budget - int(tables[tt]),
+                   "largest_superstep": p.steps[int(np.argmax(by_step[:, tt]))]},
+        "fragments": {"count": int(frags[ft]), "tile": ft, "limit": a.fragment_limit,
+                      "margin": a.fragment_limit - int(frags[ft])},
+        "relays": relays,
+        "in_memory": a.tables_in_memory,
     }
 
 

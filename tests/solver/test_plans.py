@@ -168,3 +168,20 @@ def test_plan_reports_tile_classes(small_plan):
     cl = small_plan["tile_classes"]
     assert cl and sum(c["stands_for"] for c in cl) == 64
     assert all(c["tiles"] >= 1 for c in cl)
+
+
+def test_table_budget_too_small_is_infeasible_in_the_exchange_family(cli, tmp_path):
+    code, doc = _solve(cli, tmp_path / "tb", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL,
+                       "--exchange-table-budget", "64")
+    assert code == 1 and doc["verdict"] == "INFEASIBLE"
+    assert "exchange" in doc["core"]["families"]
+    assert any(c.startswith("exchange[tables <= 64 B") for c in doc["core"]["constraints"])
+
+
+def test_checker_verifies_exchange_figures(small_plan):
+    bad = copy.deepcopy(small_plan)
+    bad["exchange"]["tables"]["bytes"] -= 4
+    assert any(v.startswith("exchange:") for v in check_plan(bad).violations)
+    bad = copy.deepcopy(small_plan)
+    bad["options"]["exchange_table_budget"] = 16
+    assert any("exchange[tables]" in v for v in check_plan(bad).violations)

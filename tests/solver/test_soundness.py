@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from ipuplan.layout import Layout, MemClass
 from ipuplan.solver.catalogue import Impl
-from ipuplan.solver.problem import Accounting, Contribution, Edge, Pair, Problem
+from ipuplan.solver.problem import Accounting, Contribution, Edge, Pair, Problem, XContribution
 from ipuplan.solver.solve import SolveOptions, Verdict, solve_problem
 
 
@@ -26,7 +26,7 @@ def problems(draw):
     S = draw(st.integers(2, 5))
     n_ops = draw(st.integers(1, 4))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    vectors, contribs, cycles = [], [], {}
+    vectors, contribs, cycles, xcontribs = [], [], {}, []
 
     def vec(scale):
         v = rng.integers(0, scale, T) * rng.integers(0, 2, T)
@@ -50,6 +50,8 @@ def problems(draw):
             for _ in range(int(rng.integers(1, 3))):
                 a, b = span()
                 contribs.append(Contribution(lit, vec(60), MemClass(rng.choice(["std", "il"])), a, b, op))
+            if rng.random() < 0.4:
+                xcontribs.append(XContribution(lit, vec(40), vec(12), 0, op))
         impls[op] = lst
     edges = []
     for c in range(1, n_ops):
@@ -64,12 +66,15 @@ def problems(draw):
             for a in range(ns):
                 for b in range(nd):
                     conv = bool(rng.random() < 0.7)
-                    pr = Pair(ei, a, b, conv, int(rng.integers(0, 30)) if conv else 0)
-                    if conv:
-                        lo, hi = span()
-                        contribs.append(Contribution(("pair", ei, a, b), vec(60), MemClass.STANDARD, lo, hi, "x"))
-                        cycles[("pair", ei, a, b)] = pr.cycles
-                    e.pairs.append(pr)
+                    modes = (["direct", "relay"] if rng.random() < 0.5 else ["direct"]) if conv else ["none"]
+                    for mode in modes:
+                        pr = Pair(ei, a, b, conv, int(rng.integers(0, 30)) if conv else 0, mode)
+                        if conv:
+                            lo, hi = span()
+                            contribs.append(Contribution(pr.lit, vec(60), MemClass.STANDARD, lo, hi, "x"))
+                            cycles[pr.lit] = pr.cycles
+                            xcontribs.append(XContribution(pr.lit, vec(40), vec(12), lo, "x"))
+                        e.pairs.append(pr)
             edges.append(e)
     homes = {}
     if rng.random() < 0.5:
@@ -82,12 +87,13 @@ def problems(draw):
         ties = [("b0", "b1")]
     usable = int(rng.integers(40, 260))
     support = int(rng.integers(0, 30))
-    acct = Accounting(usable, support, int(rng.integers(support // 2, 60)), int(rng.integers(20, 200)), 8, "test")
+    acct = Accounting(usable, support, int(rng.integers(support // 2, 90)), int(rng.integers(20, 200)), 8, "test",
+                      int(rng.integers(10, 90)), int(rng.integers(3, 30)), bool(rng.random() < 0.7))
     sched = SimpleNamespace(steps=[f"s{t}" for t in range(S)],
                             buffers={"b0": SimpleNamespace(producer=ops[0]),
                                      "b1": SimpleNamespace(producer=ops[min(1, n_ops - 1)])})
     target = SimpleNamespace(tiles=T, clock_hz=1_500_000_000)
-    return Problem(None, target, acct, sched, impls, edges, vectors, contribs, cycles, 7, homes, ties, 1)
+    return Problem(None, target, acct, sched, impls, edges, vectors, contribs, cycles, 7, homes, ties, 1, xcontribs)
 
 
 def enumerate_best(p: Problem):
@@ -101,11 +107,23 @@ def enumerate_best(p: Problem):
                p.impls[p.sched.buffers[b].producer][pick[p.sched.buffers[b].producer]].out for a, b in p.ties):
             continue
         chosen = {("impl", o, i) for o, i in pick.items()}
-        for ei, e in enumerate(p.edges):
-            chosen.add(("pair", ei, e.src_of_impl[pick[e.producer]], e.dst_of_impl[pick[e.consumer]]))
         for key, users in p.homes.items():
             if any(pick[o] == i for o, i in users):
                 chosen.add(("home", key))
+        per_edge = [[pr.lit for pr in e.pairs if (pr.src, pr.dst) == (e.src_of_impl[pick[e.producer]],
+                                                                      e.dst_of_impl[pick[e.consumer]])]
+                    for e in p.edges]
+        for modes in itertools.product(*per_edge):
+            cost = _evaluate(p, chosen | set(modes))
+            if cost is not None:
+                best = cost if best is None else min(best, cost)
+    return best
+
+
+def _evaluate(p: Problem, chosen: set):
+    """Cost of a full choice if it fits every tile and step, else None."""
+    if True:
+        T, S = p.target.tiles, len(p.sched.steps)
         total = np.zeros((S, T), np.int64)
         il = np.zeros((S, T), np.int64)
         for cb in p.contribs:
@@ -114,14 +132,20 @@ def enumerate_best(p: Problem):
                 if cb.mem is MemClass.INTERLEAVED:
                     il[cb.first:cb.last + 1] += p.vectors[cb.vec]
         a = p.acct
-        if a.support > a.region0 or (total > a.usable - a.support).any() or (il > a.region1).any():
-            continue
-        cost = p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
-        best = cost if best is None else min(best, cost)
-    return best
+        tables = sum((p.vectors[x.tables] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
+        frags = sum((p.vectors[x.frags] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
+        resident = tables if a.tables_in_memory else 0
+        if a.support > a.region0 or (total + resident > a.usable - a.support).any() or (il > a.region1).any():
+            return None
+        if (tables > a.table_budget).any() or (frags > a.fragment_limit).any():
+            return None
+        if a.tables_in_memory and (tables + a.support > a.region0).any():
+            return None
+        return p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
 
 
-@settings(max_examples=220, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(__import__("os").environ.get("IPUPLAN_SOUNDNESS_EXAMPLES", 220)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_verdict_and_optimum_match_enumeration(p):
     r = solve_problem(p, SolveOptions(time_limit=30, relative_gap=0.0, workers=1))

@@ -139,3 +139,37 @@ def test_flat_home_to_grid_transfer(flat_src):
         assert np.array_equal(per_dst, raw)
     else:
         assert per_dst.sum() == 24 and np.array_equal(per_dst > 0, dst.tile_bytes(8) > 0)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.integers(1, 4), st.integers(2, 6), grids, st.integers(2, 3), st.integers(6, 14))
+def test_relay_gather_then_multicast_rebuilds_destination(rows, cols, a, reps, tiles):
+    """Relays: one packed copy gathered onto relay tiles, then multicast to every replica; each
+    destination element arrives exactly once, from a tile that holds it at that moment."""
+    from ipuplan.solver.exchange.encoding import relay_layout
+    src = Layout(rows, cols, 1, pr=min(a[0], rows), pc=min(a[1], cols), start=a[3])
+    dst = Layout(rows, cols, 1, pr=min(2, rows), pc=1, replicas=reps, start=1)
+    relay = relay_layout(dst, tiles)
+    logical = np.arange(rows * cols).reshape(rows, cols)
+    mem = [dict() for _ in range(tiles)]  # tile -> {(rep, r, c): value}, what each tile holds
+    for t, held in enumerate(_holdings(src, tiles)):
+        for _, r, c in held:
+            mem[t][("src", r, c)] = logical[r, c]
+
+    def apply(tr, tag_from, tag_to):
+        mv = tr.moves
+        for k in range(len(mv["r0"])):
+            s = int(mv["src"][k])
+            for rep, d in enumerate(mv["dst"][k]):
+                for r in range(mv["r0"][k], mv["r0"][k] + mv["nr"][k]):
+                    for c in range(mv["c0"][k], mv["c0"][k] + mv["nc"][k]):
+                        key = (tag_to, rep, r, c)
+                        assert key not in mem[d], "written twice"
+                        mem[d][key] = mem[s][(tag_from, r, c) if tag_from == "src" else (tag_from, 0, r, c)]
+
+    apply(transfers(src, relay, tiles), "src", "relay")
+    apply(transfers(relay, dst, tiles), "relay", "dst")
+    for t, held in enumerate(_holdings(dst, tiles)):
+        for rep, r, c in held:
+            assert mem[t][("dst", rep, r, c)] == logical[r, c]
+    assert sum(1 for m in mem for k in m if k[0] == "dst") == rows * cols * reps

@@ -1,11 +1,11 @@
 """Family `memory/regions`: what each memory region can hold, per tile class and step.
 
-Region 0 holds code, exchange tables and runtime (the support bytes) and may hold standard data;
+Region 0 holds code and runtime (the support bytes), the exchange tables and may hold standard data;
 region 1 holds all interleaved data and may hold standard data. With s0 the standard bytes placed in
 region 0 at a step (a split variable per class and step), the region limits are
-    support + s0 <= region0,   interleaved + (standard - s0) <= region1.
-Eliminating s0 leaves `support <= region0`, `interleaved <= region1` and the liveness family's total
-bound, which is what is emitted. This is a relaxation of pinning every buffer to one region for its
+    support + tables + s0 <= region0,   interleaved + (standard - s0) <= region1.
+Eliminating s0 leaves `support + tables <= region0`, `interleaved <= region1` and the liveness family's
+total bound, which is what is emitted. This is a relaxation of pinning every buffer to one region for its
 whole life: a verdict of INFEASIBLE therefore holds for every region assignment and placement, and a FIT
 plan's per-buffer regions are fixed by address placement.
 """
@@ -23,9 +23,14 @@ def add_regions(ctx: ModelCtx) -> None:
     one = m.NewConstant(1)
     m.Add(a.support * one <= a.region0).OnlyEnforceIf(g0)
     ctx.constraints += 1
+    if a.tables_in_memory and a.support + a.table_budget > a.region0:
+        for c in ctx.classes:
+            g = ctx.guard(f"region0[code + exchange tables, {c.describe()}]", "regions", ("tables", c.index))
+            m.Add(ctx.tables[c.index] + a.support <= a.region0).OnlyEnforceIf(g)
+            ctx.constraints += 1
     for c, t, terms, top in live_terms(ctx, MemClass.INTERLEAVED):
         if top <= a.region1:
             continue
         g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
-        m.Add(sum(v * ctx.lit(lit) for lit, v in terms.items()) <= a.region1).OnlyEnforceIf(g)
+        m.Add(ctx.weighted(terms) <= a.region1).OnlyEnforceIf(g)
         ctx.constraints += 1
