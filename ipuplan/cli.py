@@ -180,6 +180,75 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
 
 
 @app.command()
+def explain(directory: str = typer.Argument(..., help="a solve output directory"),
+            what_if: Optional[str] = typer.Option(None, "--what-if", help="batch, layers or memory"),
+            as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
+    d = Path(directory)
+    name = "verdict.json" if (d / "verdict.json").exists() else "plan.json"
+    if not (d / name).exists():
+        raise InputError(directory, None, "no verdict.json or plan.json here", "pass a directory ipuplan solve wrote")
+    doc = json.loads((d / name).read_text())
+    result = None
+    if what_if:
+        from .solver.whatif import what_if as run_what_if
+        if what_if not in ("batch", "layers", "memory"):
+            raise InputError("--what-if", None, f"{what_if!r} is not a question", "valid: batch, layers, memory")
+        result = run_what_if(d, what_if, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
+    if as_json:
+        print(json.dumps({"verdict": doc["verdict"], "core": doc.get("core"), "what_if": result}, indent=1))
+        return
+    _print_explanation(doc)
+    if result:
+        _print_what_if(result)
+
+
+def _print_explanation(doc: dict) -> None:
+    head = f"{doc['model']} batch {doc['batch']}, {doc['layers']} layers"
+    if doc["verdict"] != "INFEASIBLE":
+        out.print(f"{doc['verdict']}: {head} — nothing to explain" + (
+            f"; peak {doc['peaks']['total']['bytes']:,} B on tile {doc['peaks']['total']['tile']} at "
+            f"{doc['peaks']['total']['step']}" if doc["verdict"] == "FIT" else ""), highlight=False)
+        return
+    core = doc["core"]
+    out.print(f"[bold red]INFEASIBLE[/] {head}: {core['scope']}", highlight=False)
+    shrunk = core.get("size_before_minimizing")
+    out.print(f"  {'minimal ' if core.get('minimal') else ''}core ({len(core['constraints'])} constraints"
+              + (f", shrunk from {shrunk}" if shrunk and shrunk != len(core["constraints"]) else "") + "):")
+    for c in core["constraints"]:
+        out.print(f"    {c}", markup=False, highlight=False)
+    ex = core.get("explanation") or {}
+    if "deficit_bytes" in ex:
+        exact = "exactly" if ex["slack_lower_bound"] == ex["deficit_bytes"] else "at most"
+        out.print(f"  the least-overflowing plan needs {ex['deficit_bytes']:,} B more on tile {ex['tile']} at "
+                  f"{ex['step']} ({exact}: usable {ex['usable_bytes']:,} -> {ex['needs_usable_bytes']:,} B)",
+                  highlight=False)
+        if ex["tables_over"] or ex["fragments_over"]:
+            out.print(f"  and exceeds exchange tables by {ex['tables_over']:,} B, fragments by {ex['fragments_over']:,}")
+        out.print("  live on that tile then:")
+        for c in ex["contributors"][:12]:
+            out.print(f"    {c['bytes']:>9,} B  {c['tensor']}", markup=False, highlight=False)
+        if ex["alternatives"]:
+            out.print("  cheaper choices on that tile (they may cost elsewhere):")
+            for a in ex["alternatives"][:6]:
+                out.print(f"    {a['op']}: {a['chosen']} -> {a['cheapest_here']} saves {a['saves']:,} B",
+                          markup=False, highlight=False)
+
+
+def _print_what_if(r: dict) -> None:
+    if r["kind"] == "memory":
+        if "needs_usable_bytes" in r:
+            out.print(f"what-if memory: a plan exists with {r['needs_usable_bytes']:,} usable B per tile "
+                      f"({'exact' if r['exact'] else 'upper bound; lower bound ' + format(r['lower_bound_bytes'], ',')}); "
+                      f"confirmed FIT: {r['confirmed_fit']} ({r['fit_dir']})", highlight=False)
+        else:
+            out.print(f"what-if memory: {r['note']}")
+        return
+    out.print(f"what-if {r['kind']}: largest FIT {r['largest_fit']}, smallest INFEASIBLE {r['smallest_infeasible']} "
+              f"(probes: {', '.join(f'{k}={v}' for k, v in r['probes'].items())})", highlight=False)
+
+
+@app.command()
 def check(directory: str = typer.Argument(..., help="a solve output directory (holding plan.json)")) -> None:
     """Independently re-verify a plan against model and target (exit 0 holds, 1 violated)."""
     from .check import check_dir

@@ -74,7 +74,11 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
         if result.verdict is Verdict.INFEASIBLE:
             fam = Counter(g.family for g in result.core)
             doc["core"] = {"families": dict(sorted(fam.items())), "constraints": [g.name for g in result.core],
-                           "note": "CP-SAT's sufficient set of named constraints; not yet a checked certificate"}
+                           "minimal": bool(st.get("core_minimal")),
+                           "size_before_minimizing": st.get("core_size_before_minimizing"),
+                           "scope": f"no combination of the {st.get('implementations')} catalogued implementations "
+                                    f"fits; not yet a checked certificate",
+                           "explanation": st.get("explanation", {})}
         write_json(out_dir / "verdict.json", doc)
     write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"),
                                                "build_seconds": st.get("build_seconds"), **size})

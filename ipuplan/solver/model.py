@@ -29,6 +29,11 @@ class ModelCtx:
     tables: dict[int, cp_model.IntVar] = field(default_factory=dict)  # exchange-table bytes per tile class
     rows: set = field(default_factory=set)  # lazily added rows already in the model
     fixed: bool = False  # guards are asserted true as they are created (solving, not core extraction)
+    slack: dict = field(default_factory=dict)  # elastic mode: "memory"/"tables"/"fragments" -> IntVar
+
+    def over(self, kind: str):
+        """The elastic slack added to capacities of `kind` (0 outside elastic mode)."""
+        return self.slack.get(kind, 0)
     xmat: dict = field(default_factory=dict)
     guards: list[tuple[cp_model.IntVar, Guard]] = field(default_factory=list)
     constraints: int = 0

@@ -16,6 +16,7 @@ from ..target import Target
 from .classes import tile_classes, tile_ranges
 from .choice import add_choice
 from .exchange.tables import add_exchange, missing_rows
+from .explain import elastic_explanation, minimize_core
 from .memory import add_liveness, add_regions
 from .memory.liveness import missing_tile_rows
 from .model import Guard, ModelCtx
@@ -44,6 +45,7 @@ class SolveOptions:
     relative_gap: float = 1e-3
     relays: bool = True
     table_budget: int | None = None  # None: the target's exchange table limit
+    explain: bool = True  # on INFEASIBLE: minimize the core and find the least-overflowing plan
 
 
 @dataclass
@@ -55,16 +57,21 @@ class SolveResult:
     stats: dict = field(default_factory=dict)
 
 
-def build_model(p: Problem, classes, *, objective: bool) -> ModelCtx:
+def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False) -> ModelCtx:
     """Every family on a fresh model; with an objective, guards are asserted (solving), else they stay
-    free for assumption-based core extraction."""
-    ctx = ModelCtx(p, classes, fixed=objective)
+    free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
+    ctx = ModelCtx(p, classes, fixed=objective or elastic)
+    if elastic:
+        big = p.acct.usable + p.acct.table_budget + p.acct.fragment_limit
+        ctx.slack = {k: ctx.m.NewIntVar(0, big, f"slack[{k}]") for k in ("memory", "tables", "fragments")}
     add_choice(ctx)
     add_exchange(ctx)
     add_regions(ctx)
     add_liveness(ctx)
     if objective:
         add_objective(ctx)
+    if elastic:
+        ctx.m.Minimize(sum(ctx.slack.values()))
     return ctx
 
 
@@ -119,28 +126,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if remaining <= 0:
         stats["status"] = "TIME_LIMIT_BEFORE_SOLVE"
         return SolveResult(Verdict.UNKNOWN, p, stats=stats)
-    dtime, rounds, added = 0.0, 0, 0
-    while True:
-        rounds += 1
-        solver = _params(opts, opts.time_limit - (time.perf_counter() - t0), opts.workers)
-        solver.parameters.max_deterministic_time = max(0.01, opts.time_limit - dtime)
-        status = solver.Solve(ctx.m, _Progress(report))
-        dtime += solver.deterministic_time
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or time.perf_counter() - t0 > opts.time_limit:
-            break
-        chosen = {k for k, v in ctx.x.items() if solver.Value(v)} | {("home", k) for k, v in ctx.home.items()
-                                                                     if solver.Value(v)}
-        added = missing_rows(ctx, chosen, {k: solver.Value(v) for k, v in ctx.tables.items()})
-        use = tile_usage(p, chosen)
-        tables = exchange_usage(p, chosen)[0]
-        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables)
-        if not added:
-            break
-        if report:
-            report(f"round {rounds}: added {added} exact tile rows the plan breaks; solving again")
-        ctx.m.ClearHints()
-        for k, v in ctx.x.items():
-            ctx.m.AddHint(v, solver.Value(v))
+    status, solver, rounds, added, dtime = solve_rounds(ctx, opts, report, t0)
     stats.update(status=solver.StatusName(status), deterministic_time=round(dtime, 3), rounds=rounds,
                  wall_seconds=round(time.perf_counter() - t0, 3), workers=opts.workers, seed=opts.seed)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and added:
@@ -149,12 +135,53 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
         plan = extract_plan(ctx, solver, opts)
         return SolveResult(Verdict.FIT, p, plan, stats=stats)
     if status == cp_model.INFEASIBLE:
-        core = infeasible_core(p, classes, opts, max(1.0, opts.time_limit - (time.perf_counter() - t0)))
+        left = max(5.0, opts.time_limit - (time.perf_counter() - t0))
+        core, cctx = infeasible_core(p, classes, opts, left)
+        if core and cctx is not None and opts.explain:
+            full = len(core)
+            core, stats["core_minimal"] = minimize_core(cctx, core, left / 2)
+            stats["core_size_before_minimizing"] = full
+        if opts.explain:
+            stats["explanation"] = elastic_explanation(p, classes, opts)
         return SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats)
     return SolveResult(Verdict.UNKNOWN, p, stats=stats)
 
 
-def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float) -> list[Guard]:
+def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, t0: float):
+    """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none."""
+    p = ctx.p
+    dtime, rounds, added = 0.0, 0, 0
+    while True:
+        rounds += 1
+        solver = _params(opts, opts.time_limit - (time.perf_counter() - t0), opts.workers)
+        solver.parameters.max_deterministic_time = max(0.01, opts.time_limit - dtime)
+        status = solver.Solve(ctx.m, _Progress(report if not ctx.slack else None))
+        dtime += solver.deterministic_time
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or time.perf_counter() - t0 > opts.time_limit:
+            break
+        chosen = chosen_literals(ctx, solver)
+        added = missing_rows(ctx, chosen, {k: solver.Value(v) for k, v in ctx.tables.items()},
+                             {k: solver.Value(v) for k, v in ctx.slack.items()})
+        use = tile_usage(p, chosen)
+        tables = exchange_usage(p, chosen)[0]
+        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables,
+                                   solver.Value(ctx.slack["memory"]) if ctx.slack else 0)
+        if not added:
+            break
+        if report:
+            report(f"round {rounds}: added {added} exact tile rows the plan breaks; solving again")
+        ctx.m.ClearHints()
+        for k, v in ctx.x.items():
+            ctx.m.AddHint(v, solver.Value(v))
+    return status, solver, rounds, added, dtime
+
+
+def chosen_literals(ctx: ModelCtx, solver) -> set[tuple]:
+    return {k for k, v in ctx.x.items() if solver.Value(v)} | {("home", k) for k, v in ctx.home.items()
+                                                             if solver.Value(v)}
+
+
+def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset."""
     ctx = build_model(p, classes, objective=False)
     _all_exchange_rows(ctx)
@@ -162,9 +189,9 @@ def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float) -> 
     solver = _params(opts, seconds, 1)
     status = solver.Solve(ctx.m)
     if status != cp_model.INFEASIBLE:
-        return []
+        return [], None
     idx = {g.Index(): info for g, info in ctx.guards}
-    return [idx[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in idx]
+    return [idx[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in idx], ctx
 
 
 def _all_exchange_rows(ctx: ModelCtx) -> None:
@@ -249,11 +276,3 @@ def exchange_report(p: Problem, chosen: set[tuple], tables, frags, by_step) -> d
         "relays": relays,
         "in_memory": a.tables_in_memory,
     }
-
-
-def _runs(values: np.ndarray) -> list[dict]:
-    """Per-tile values as runs of equal values: [{"tiles": "a-b, ...", "bytes": v}]."""
-    out = []
-    for v in np.unique(values):
-        out.append({"tiles": tile_ranges(np.flatnonzero(values == v), limit=10 ** 6), "bytes": int(v)})
-    return out

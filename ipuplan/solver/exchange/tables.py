@@ -66,10 +66,10 @@ def add_fragment_row(ctx: ModelCtx, tile: int) -> bool:
         return False
     ctx.rows.add(key)
     terms = _terms(ctx, ctx.xmat["frags"][tile])
-    if _worst(terms) <= ctx.p.acct.fragment_limit:
+    if _worst(terms) <= ctx.p.acct.fragment_limit and not ctx.slack:
         return False
     g = ctx.guard(f"exchange[fragments <= {ctx.p.acct.fragment_limit:,}, tile {tile}]", "exchange", ("frags", tile))
-    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.fragment_limit).OnlyEnforceIf(g)
+    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.fragment_limit + ctx.over("fragments")).OnlyEnforceIf(g)
     ctx.constraints += 1
     return True
 
@@ -88,7 +88,7 @@ def add_exchange(ctx: ModelCtx) -> None:
             for r in heavy:
                 add_table_row(ctx, c.index, int(c.tiles[r]))
         g = ctx.guard(f"exchange[tables <= {a.table_budget:,} B, {c.describe()}]", "exchange", ("tables", c.index))
-        m.Add(x <= a.table_budget).OnlyEnforceIf(g)
+        m.Add(x <= a.table_budget + ctx.over("tables")).OnlyEnforceIf(g)
         ctx.constraints += 1
     f = ctx.xmat["frags"]
     if f.shape[1]:
@@ -97,7 +97,7 @@ def add_exchange(ctx: ModelCtx) -> None:
             add_fragment_row(ctx, int(r))
 
 
-def missing_rows(ctx: ModelCtx, chosen: set[tuple], table_values: dict[int, int]) -> int:
+def missing_rows(ctx: ModelCtx, chosen: set[tuple], table_values: dict[int, int], slack: dict | None = None) -> int:
     """Add the rows the chosen plan breaks; return how many were added."""
     sel = np.array([x.lit in chosen for x in ctx.p.xcontribs], bool)
     if not sel.any():
@@ -110,9 +110,10 @@ def missing_rows(ctx: ModelCtx, chosen: set[tuple], table_values: dict[int, int]
         for t in over[np.argsort(-tables[over], kind="stable")][:8]:
             add_table_row(ctx, c.index, int(t))
             added += 1
-    for t in np.flatnonzero(frags > ctx.p.acct.fragment_limit)[:32]:
+    slack = slack or {}
+    for t in np.flatnonzero(frags > ctx.p.acct.fragment_limit + slack.get("fragments", 0))[:32]:
         added += add_fragment_row(ctx, int(t))
-    for t in np.flatnonzero(tables > ctx.p.acct.table_budget)[:32]:
+    for t in np.flatnonzero(tables > ctx.p.acct.table_budget + slack.get("tables", 0))[:32]:
         added += add_budget_row(ctx, int(t))
     return added
 
@@ -125,6 +126,6 @@ def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
     ctx.rows.add(key)
     terms = _terms(ctx, ctx.xmat["tables"][tile])
     g = ctx.guard(f"exchange[tables <= {ctx.p.acct.table_budget:,} B, tile {tile}]", "exchange", ("budget", tile))
-    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.table_budget).OnlyEnforceIf(g)
+    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.table_budget + ctx.over("tables")).OnlyEnforceIf(g)
     ctx.constraints += 1
     return True

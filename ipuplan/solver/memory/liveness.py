@@ -55,7 +55,7 @@ def add_liveness(ctx: ModelCtx) -> None:
             continue
         g = ctx.guard(f"memory[point={p.steps[t]}, {c.describe()}]", "liveness", ("total", t, c.index))
         tables = ctx.tables[c.index] if a.tables_in_memory else 0
-        m.Add(ctx.weighted(terms) + tables <= cap).OnlyEnforceIf(g)
+        m.Add(ctx.weighted(terms) + tables <= cap + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
 
 
@@ -77,22 +77,22 @@ def add_tile_row(ctx: ModelCtx, tile: int, step: int) -> bool:
         for j in np.flatnonzero(ctx.xmat["tables"][tile]):
             terms[p.xcontribs[j].lit] += int(ctx.xmat["tables"][tile, j])
     g = ctx.guard(f"memory[point={p.steps[step]}, tile {tile}]", "liveness", ("tile", step, tile))
-    ctx.m.Add(ctx.weighted(terms) <= a.usable - a.support).OnlyEnforceIf(g)
+    ctx.m.Add(ctx.weighted(terms) <= a.usable - a.support + ctx.over("memory")).OnlyEnforceIf(g)
     if a.tables_in_memory:
         tab = {p.xcontribs[j].lit: int(ctx.xmat["tables"][tile, j]) for j in np.flatnonzero(ctx.xmat["tables"][tile])}
         if tab:
             g0 = ctx.guard(f"region0[code + exchange tables, tile {tile}]", "regions", ("tile-tables", tile))
-            ctx.m.Add(ctx.weighted(tab) + a.support <= a.region0).OnlyEnforceIf(g0)
+            ctx.m.Add(ctx.weighted(tab) + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g0)
     ctx.constraints += 2
     return True
 
 
-def missing_tile_rows(ctx: ModelCtx, usage_total: np.ndarray, tables: np.ndarray) -> int:
+def missing_tile_rows(ctx: ModelCtx, usage_total: np.ndarray, tables: np.ndarray, slack: int = 0) -> int:
     """Add exact rows for tiles the chosen plan overflows (total or region 0) that are not yet modeled."""
     a = ctx.p.acct
     tab = tables if a.tables_in_memory else np.zeros_like(tables)
     total = usage_total + tab[None, :]
-    over_t = np.flatnonzero((total > a.usable - a.support).any(0) | (tab + a.support > a.region0))
+    over_t = np.flatnonzero((total > a.usable - a.support + slack).any(0) | (tab + a.support > a.region0 + slack))
     added = 0
     for t in over_t[:64]:
         added += add_tile_row(ctx, int(t), int(np.argmax(total[:, t])))

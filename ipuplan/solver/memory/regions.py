@@ -26,11 +26,11 @@ def add_regions(ctx: ModelCtx) -> None:
     if a.tables_in_memory and a.support + a.table_budget > a.region0:
         for c in ctx.classes:
             g = ctx.guard(f"region0[code + exchange tables, {c.describe()}]", "regions", ("tables", c.index))
-            m.Add(ctx.tables[c.index] + a.support <= a.region0).OnlyEnforceIf(g)
+            m.Add(ctx.tables[c.index] + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g)
             ctx.constraints += 1
     for c, t, terms, top in live_terms(ctx, MemClass.INTERLEAVED):
         if top <= a.region1:
             continue
         g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
-        m.Add(ctx.weighted(terms) <= a.region1).OnlyEnforceIf(g)
+        m.Add(ctx.weighted(terms) <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1

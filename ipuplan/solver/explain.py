@@ -1,0 +1,140 @@
+"""Why a problem does not fit: a minimal core of named constraints, and the least-overflowing plan's
+contributors in bytes on its worst tile, the deficit, and the cheapest alternative of each choice."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .model import Guard, ModelCtx
+from .problem import Problem
+
+
+def minimize_core(ctx: ModelCtx, core: list[Guard], seconds: float) -> tuple[list[Guard], bool]:
+    """Shrink a core: trim to CP-SAT's sufficient assumptions, then delete chunks (halving down to single
+    members) whenever the rest stays infeasible. When it completes (second value True) every member is
+    necessary: removing any one leaves a satisfiable sub-problem."""
+    by_name = {info.name: g for g, info in ctx.guards}
+    by_index = {g.Index(): info for g, info in ctx.guards}
+    keep = list(core)
+    deadline = time.perf_counter() + seconds
+
+    def infeasible(members: list[Guard]):
+        """None when unknown (time ran out), else (is_infeasible, members trimmed to a sufficient set)."""
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return None
+        st, s = _solve(ctx, [by_name[g.name] for g in members], left)
+        if st == cp_model.INFEASIBLE:
+            sub = [by_index[i] for i in s.SufficientAssumptionsForInfeasibility() if i in by_index]
+            return True, (sub if sub and len(sub) < len(members) else members)
+        if st in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+            return False, members
+        return None
+
+    chunk = max(1, len(keep) // 2)
+    while True:
+        i = 0
+        while i < len(keep):
+            trial = keep[:i] + keep[i + chunk:]
+            r = infeasible(trial) if trial else (False, trial)
+            if r is None:
+                return keep, False
+            if r[0]:
+                keep = r[1]
+            else:
+                i += chunk
+        if chunk == 1:
+            return keep, True
+        chunk = max(1, chunk // 2)
+
+
+def _solve(ctx: ModelCtx, assumptions, seconds: float):
+    ctx.m.ClearAssumptions()
+    ctx.m.AddAssumptions(assumptions)
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1
+    s.parameters.max_time_in_seconds = seconds
+    return s.Solve(ctx.m), s
+
+
+def _status(ctx: ModelCtx, assumptions, seconds: float):
+    return _solve(ctx, assumptions, seconds)[0]
+
+
+def _group_of(lit: tuple, p: Problem) -> str:
+    if lit[0] == "impl":
+        return lit[1]
+    if lit[0] == "pair":
+        e = p.edges[lit[1]]
+        return f"{e.buf} -> {e.consumer}"
+    return f"{lit[1]} (home)"
+
+
+def _bytes_at(p: Problem, tile: int, step: int, tables_in_memory: bool) -> dict[tuple, int]:
+    """Bytes every literal would put on `tile` at `step` (data live then, plus resident tables)."""
+    out: dict[tuple, int] = defaultdict(int)
+    for cb in p.contribs:
+        if cb.first <= step <= cb.last:
+            out[cb.lit] += int(p.vectors[cb.vec][tile])
+    if tables_in_memory:
+        for x in p.xcontribs:
+            out[x.lit] += int(p.vectors[x.tables][tile])
+    return out
+
+
+def elastic_explanation(p: Problem, classes, opts) -> dict:
+    """The plan that overflows least: every capacity gets a slack, their sum is minimized. Its exact
+    overflow on the worst tile is the deficit; its contributors there, and each choice's cheapest
+    alternative on that tile, say what to change. usable + deficit is a per-tile budget at which this
+    plan fits (an upper bound on the smallest such budget; the solver's bound is the lower one)."""
+    from ..layout import MemClass
+    from .solve import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
+
+    t0 = time.perf_counter()
+    ctx = build_model(p, classes, objective=False, elastic=True)
+    status, solver, rounds, added, _ = solve_rounds(ctx, opts, None, t0)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return {"status": solver.StatusName(status)}
+    a = p.acct
+    chosen = chosen_literals(ctx, solver)
+    use = tile_usage(p, chosen)
+    tables, frags, _ = exchange_usage(p, chosen)
+    resident = tables if a.tables_in_memory else np.zeros_like(tables)
+    total = use[MemClass.STANDARD] + use[MemClass.INTERLEAVED] + resident[None, :] + a.support
+    over = total - a.usable
+    step, tile = np.unravel_index(int(np.argmax(over)), over.shape)
+    deficit = int(over[step, tile])
+    here = _bytes_at(p, int(tile), int(step), a.tables_in_memory)
+    contributors: dict[str, int] = defaultdict(int)
+    for cb in p.contribs:
+        if cb.lit in chosen and cb.first <= step <= cb.last:
+            v = int(p.vectors[cb.vec][tile])
+            if v:
+                contributors[cb.what] += v
+    if a.tables_in_memory and resident[tile]:
+        contributors["exchange tables (all supersteps)"] += int(resident[tile])
+    contributors["code, runtime and superstep words"] += a.support
+    alternatives = []
+    for op, impls in p.impls.items():
+        cur = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)
+        now = here.get(("impl", op, cur), 0)
+        best = min(range(len(impls)), key=lambda i: here.get(("impl", op, i), 0))
+        saving = now - here.get(("impl", op, best), 0)
+        if saving > 0:
+            alternatives.append({"op": op, "chosen": impls[cur].label, "bytes_here": now,
+                                 "cheapest_here": impls[best].label, "saves": saving})
+    alternatives.sort(key=lambda d: -d["saves"])
+    return {
+        "deficit_bytes": max(0, deficit), "tile": int(tile), "step": p.steps[step],
+        "usable_bytes": a.usable, "needs_usable_bytes": a.usable + max(0, deficit),
+        "slack_lower_bound": int(np.floor(solver.BestObjectiveBound())),
+        "tables_over": max(0, int(tables.max()) - a.table_budget),
+        "fragments_over": max(0, int(frags.max()) - a.fragment_limit),
+        "contributors": [{"tensor": k, "bytes": v} for k, v in sorted(contributors.items(), key=lambda kv: -kv[1])],
+        "alternatives": alternatives[:10],
+        "rounds": rounds,
+    }

@@ -1,0 +1,120 @@
+"""What would fit: the largest batch or depth, or the smallest per-tile memory, at which a plan exists.
+
+Batch and depth are searched by solving (doubling, then bisection between the largest FIT and the smallest
+INFEASIBLE seen); each probe's plan or verdict is written under DIR/what-if/<kind>-<value>/ and each FIT
+is re-verified by the independent checker. The search assumes more images or layers never need less
+memory, which holds for this catalogue (every buffer grows with both); the boundary pair itself is solved.
+Memory comes from the least-overflowing plan: its exact deficit added to the tile budget, confirmed by
+solving on a target with that much more SRAM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Callable
+
+from ..check import check_plan
+from ..source import load_yaml
+from .driver import Job, run_solve
+
+
+def job_from_doc(doc: dict) -> Job:
+    from .solve import SolveOptions
+    o = doc["options"]
+    return Job(doc["inputs"]["model"]["path"], doc["inputs"]["target"]["path"], doc["batch"], doc["layers"],
+               doc["precision"], doc["fuse_qkv"],
+               SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], time_limit=o["time_limit"],
+                            seed=o["seed"], relays=o.get("relays", True), table_budget=o.get("exchange_table_budget")))
+
+
+def _probe(job: Job, kind: str, value: int, out: Path, report) -> bool:
+    j = dataclasses.replace(job, batch=value if kind == "batch" else job.batch,
+                            layers=value if kind == "layers" else job.layers,
+                            options=dataclasses.replace(job.options, batch=value if kind == "batch" else job.batch,
+                                                        explain=False))
+    d = out / f"{kind}-{value}"
+    res, doc = run_solve(j, d)
+    fit = doc["verdict"] == "FIT"
+    if fit and not check_plan(doc).ok:
+        raise RuntimeError(f"what-if probe {d} produced a plan the checker rejects")
+    if doc["verdict"] == "UNKNOWN":
+        raise TimeoutError(f"{kind} {value}: time limit ran out")
+    if report:
+        report(f"{kind} {value}: {doc['verdict']}")
+    return fit
+
+
+def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64) -> dict:
+    start = job.batch if kind == "batch" else job.layers
+    known: dict[int, bool] = {}
+
+    def fits(v: int) -> bool:
+        if v not in known:
+            known[v] = _probe(job, kind, v, out, report)
+        return known[v]
+
+    lo, hi = 0, None  # largest FIT, smallest INFEASIBLE
+    v = start
+    if fits(v):
+        lo = v
+        while hi is None and v < cap:
+            v = min(cap, v * 2)
+            if fits(v):
+                lo = v
+            else:
+                hi = v
+    else:
+        hi = v
+        while lo == 0 and v > 1:
+            v = max(1, v // 2)
+            if fits(v):
+                lo = v
+            else:
+                hi = v
+    while hi is not None and lo and hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return {"kind": kind, "largest_fit": lo or None, "smallest_infeasible": hi,
+            "fit_dir": str(out / f"{kind}-{lo}") if lo else None,
+            "infeasible_dir": str(out / f"{kind}-{hi}") if hi else None,
+            "probes": {str(k): ("FIT" if v else "INFEASIBLE") for k, v in sorted(known.items())}}
+
+
+def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
+    ex = doc.get("core", {}).get("explanation") or {}
+    if doc["verdict"] == "FIT":
+        return {"kind": "memory", "note": "the model fits; peak per-tile bytes are in plan.json",
+                "peak_bytes": doc["peaks"]["total"]["bytes"]}
+    if "deficit_bytes" not in ex:
+        return {"kind": "memory", "note": "no least-overflowing plan was found within the time limit"}
+    deficit = ex["deficit_bytes"]
+    text = Path(job.target).read_text()
+    sram = load_yaml(job.target, "target").value["memory"].value["sram_bytes"].value
+    tdir = out / "memory"
+    tdir.mkdir(parents=True, exist_ok=True)
+    tpath = tdir / "target.yaml"
+    tpath.write_text(text.replace(f"sram_bytes: {sram}", f"sram_bytes: {sram + deficit}", 1))
+    j = dataclasses.replace(job, target=str(tpath))
+    res, fdoc = run_solve(j, tdir / "fit")
+    ok = fdoc["verdict"] == "FIT" and check_plan(fdoc).ok
+    if report:
+        report(f"usable +{deficit:,} B: {fdoc['verdict']}")
+    exact = ex["slack_lower_bound"] == deficit
+    return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
+            "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
+            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath)}
+
+
+def what_if(directory: Path, kind: str, report=None) -> dict:
+    name = "plan.json" if (directory / "plan.json").exists() else "verdict.json"
+    doc = json.loads((directory / name).read_text())
+    job = job_from_doc(doc)
+    out = directory / "what-if"
+    result = memory(job, doc, out, report) if kind == "memory" else search(job, kind, out, report)
+    (out / f"{kind}.json").write_text(json.dumps(result, indent=1) + "\n")
+    return result

@@ -1,0 +1,74 @@
+"""Explanations and what-if answers on the small model: minimal cores, deficits, boundary pairs."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import MODELS, TARGET
+
+
+def _target(tmp_path, tiles, sram, region0=None):
+    text = TARGET.read_text().replace("tiles: 1472", f"tiles: {tiles}").replace("sram_bytes: 638976", f"sram_bytes: {sram}")
+    text = text.replace("region0_bytes: 212992", f"region0_bytes: {region0 or sram // 3}")
+    p = tmp_path / "t.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_minimal_core_every_member_necessary(tmp_path):
+    """Removing any member of the reported core leaves a feasible sub-problem."""
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.explain import _status
+    from ipuplan.solver.solve import SolveOptions, Verdict, build_model, solve
+    from ipuplan.solver.classes import tile_classes
+    from ipuplan.target import load_target
+    from ortools.sat.python import cp_model
+
+    t = load_target(_target(tmp_path, 16, 80_000))
+    g = build_graph(load_model(MODELS / "vit-small.yaml"), 4)
+    r = solve(g, t, SolveOptions(batch=4, time_limit=60))
+    assert r.verdict is Verdict.INFEASIBLE and r.core and r.stats["core_minimal"]
+    p = r.problem
+    classes = tile_classes([p.vectors[i] for i in sorted({c.vec for c in p.contribs})], t.tiles)
+    ctx = build_model(p, classes, objective=False)
+    from ipuplan.solver.solve import _all_exchange_rows
+    _all_exchange_rows(ctx)
+    lits = {info.name: v for v, info in ctx.guards}
+    assert _status(ctx, [lits[c.name] for c in r.core], 30) == cp_model.INFEASIBLE
+    for i in range(len(r.core)):
+        rest = [lits[c.name] for j, c in enumerate(r.core) if j != i]
+        assert _status(ctx, rest, 30) in (cp_model.FEASIBLE, cp_model.OPTIMAL), r.core[i].name
+
+
+def test_explain_reports_deficit_and_contributors(cli, tmp_path):
+    t = _target(tmp_path, 16, 80_000)
+    out = tmp_path / "inf"
+    assert cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "-o", out).code == 1
+    r = cli("explain", out)
+    assert r.code == 0 and "INFEASIBLE" in r.out and "more on tile" in r.out and "live on that tile" in r.out
+    ex = json.loads((out / "verdict.json").read_text())["core"]["explanation"]
+    assert ex["deficit_bytes"] > 0 and ex["needs_usable_bytes"] == ex["usable_bytes"] + ex["deficit_bytes"]
+    assert sum(c["bytes"] for c in ex["contributors"]) >= ex["usable_bytes"] + ex["deficit_bytes"] - 64
+
+
+def test_what_if_memory_is_confirmed_by_a_fit(cli, tmp_path):
+    t = _target(tmp_path, 16, 80_000)
+    out = tmp_path / "inf"
+    cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "-o", out)
+    r = cli("explain", out, "--what-if", "memory", "--json")
+    assert r.code == 0, r.err
+    w = json.loads(r.out)["what_if"]
+    assert w["confirmed_fit"] and w["needs_usable_bytes"] > w["usable_bytes"]
+
+
+def test_what_if_batch_boundary_pair(cli, tmp_path):
+    t = _target(tmp_path, 64, 60_000, region0=30_000)
+    out = tmp_path / "b"
+    cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", t, "-o", out)
+    r = cli("explain", out, "--what-if", "batch", "--json")
+    assert r.code == 0, r.err
+    w = json.loads(r.out)["what_if"]
+    lo, hi = w["largest_fit"], w["smallest_infeasible"]
+    assert lo and hi == lo + 1
+    assert json.loads((tmp_path / "b" / "what-if" / f"batch-{lo}" / "plan.json").read_text())["verdict"] == "FIT"
+    assert json.loads((tmp_path / "b" / "what-if" / f"batch-{hi}" / "verdict.json").read_text())["verdict"] == "INFEASIBLE"
