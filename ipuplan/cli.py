@@ -162,10 +162,14 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         x = doc["exchange"]
         tb, fr = x["tables"], x["fragments"]
         out.print(f"  exchange tables {tb['bytes']:,} B on tile {tb['tile']} (limit {tb['limit']:,}, margin "
-                  f"{tb['margin']:,}; largest superstep {tb['largest_superstep']}); fragments {fr['count']:,} on "
-                  f"tile {fr['tile']} (limit {fr['limit']:,}, margin {fr['margin']:,}); relays: {len(x['relays'])}")
+                  f"{tb['margin']:,}; largest superstep {tb['largest_superstep']})", highlight=False)
+        out.print(f"  exchange fragments {fr['count']:,} on tile {fr['tile']} (limit {fr['limit']:,}, margin "
+                  f"{fr['margin']:,}; largest superstep {fr['largest_superstep']}); relays: {len(x['relays'])}",
+                  highlight=False)
         a = doc["accounting"]
-        out.print(f"  usable {a['usable_bytes']:,} B per tile; support reserve {a['support_bytes']:,} B ({a['mode']})")
+        what = "code, runtime and superstep words" if a["mode"] == "modeled" else "the seeds' fixed support reserve"
+        out.print(f"  usable {a['usable_bytes']:,} B per tile; region 0 holds {a['support_bytes']:,} B of {what}",
+                  highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}")
     elif v == "INFEASIBLE":
         out.print(f"[bold red]INFEASIBLE[/]  {head} (within the catalogue)")

@@ -252,12 +252,13 @@ def exchange_usage(p: Problem, chosen: set[tuple]):
     """Per-tile encoded table bytes and fragments of the chosen exchanges, and tables per step."""
     T, n = p.target.tiles, len(p.steps)
     tables, frags = np.zeros(T, np.int64), np.zeros(T, np.int64)
-    by_step = np.zeros((n, T), np.int64)
+    by_step = np.zeros((2, n, T), np.int64)  # tables, fragments per superstep
     for x in p.xcontribs:
         if x.lit in chosen:
             tables += p.vectors[x.tables]
             frags += p.vectors[x.frags]
-            by_step[x.step] += p.vectors[x.tables]
+            by_step[0, x.step] += p.vectors[x.tables]
+            by_step[1, x.step] += p.vectors[x.frags]
     return tables, frags, by_step
 
 
@@ -270,9 +271,10 @@ def exchange_report(p: Problem, chosen: set[tuple], tables, frags, by_step) -> d
     return {
         "tables": {"bytes": int(tables[tt]), "tile": tt, "limit": a.table_budget,
                    "margin": a.table_budget - int(tables[tt]),
-                   "largest_superstep": p.steps[int(np.argmax(by_step[:, tt]))]},
+                   "largest_superstep": p.steps[int(np.argmax(by_step[0, :, tt]))]},
         "fragments": {"count": int(frags[ft]), "tile": ft, "limit": a.fragment_limit,
-                      "margin": a.fragment_limit - int(frags[ft])},
+                      "margin": a.fragment_limit - int(frags[ft]),
+                      "largest_superstep": p.steps[int(np.argmax(by_step[1, :, ft]))]},
         "relays": relays,
         "in_memory": a.tables_in_memory,
     }
