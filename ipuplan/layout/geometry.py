@@ -11,12 +11,11 @@ ALIGN = 8  # every per-tile block starts 8-byte aligned (64-bit loads); its size
 
 
 class MemClass(Enum):
-    """Standard data may live in either region; interleaved data (AMP operands) only in region 1;
-    encoded exchange code and tables only in region 0 (instructions execute from region 0 alone)."""
+    """Standard data may live in either region; interleaved data (AMP operands) only in region 1.
+    (Exchange code and tables, region 0 only, are counted by the exchange family, not by layouts.)"""
 
     STANDARD = "std"
     INTERLEAVED = "il"
-    TABLES = "tab"
 
 
 def balanced(n: int, parts: int) -> np.ndarray:

@@ -169,7 +169,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         if pk > 1:
             part = Layout(m, n, 4, pr=pm, pc=pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1,
                           row_groups=out.row_groups)
-            scratch = part.tile_bytes(T) + out.tile_bytes(T) * 0
+            scratch = part.tile_bytes(T)
             cyc += cl.VECTOR["reduce"].cycles(tg, mb * nb * 4 * pk)
             extra = cl.exchange_cycles(tg, mb * nb * 4, (pk - 1) * mb * nb * 4, (pk - 1) * mb)
         rope = None

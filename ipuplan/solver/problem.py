@@ -22,7 +22,7 @@ class Accounting:
     """How much of each tile the plan may use and what is set aside in region 0.
 
     modeled (default): support = code + the sync words of every exchange superstep; each tile's exchange
-    tables are counted from the plan's transfers (MemClass.TABLES). seeds (--support-reserve B): the seeds'
+    tables are counted from the plan's transfers (the exchange family). seeds (--support-reserve B): the seeds'
     586,960 B budget with a fixed B-byte reserve that holds the tables; they are limited but not added.
     """
 

@@ -69,7 +69,7 @@ def add_tile_row(ctx: ModelCtx, tile: int, step: int) -> bool:
     ctx.rows.add(key)
     terms: dict[tuple, int] = defaultdict(int)
     for cb in p.contribs:
-        if cb.first <= step <= cb.last and cb.mem is not MemClass.TABLES:
+        if cb.first <= step <= cb.last:
             v = int(p.vectors[cb.vec][tile])
             if v:
                 terms[cb.lit] += v
