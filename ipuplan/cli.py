@@ -122,6 +122,8 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
           no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relay tiles"),
+          no_explain: bool = typer.Option(False, "--no-explain",
+                                          help="on INFEASIBLE, skip core minimization and the deficit search"),
           table_budget: Optional[int] = typer.Option(
               None, "--exchange-table-budget", help="exchange table bytes per tile (default: the target's limit)"),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
@@ -139,7 +141,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
             raise InputError(name, None, f"{v} is negative", "give bytes >= 0")
     job = Job(model, _target_path(target), _batch(batch), layers,
               options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed,
-                                   relays=not no_relay, table_budget=table_budget))
+                                   relays=not no_relay, table_budget=table_budget, explain=not no_explain))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:
