@@ -122,6 +122,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
           no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relay tiles"),
+          strategy: str = typer.Option("cpsat", "--strategy", help="cpsat (proof) or beam (the seeds' heuristic)"),
           no_explain: bool = typer.Option(False, "--no-explain",
                                           help="on INFEASIBLE, skip core minimization and the deficit search"),
           table_budget: Optional[int] = typer.Option(
@@ -136,12 +137,15 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     out_dir = Path(output or f"out/{spec_name}-b{batch}")
     if time_limit <= 0:
         raise InputError("--time-limit", None, f"{time_limit} is not positive", "give seconds > 0")
+    if strategy not in ("cpsat", "beam"):
+        raise InputError("--strategy", None, f"{strategy!r} is not a strategy", "valid: cpsat, beam")
     for name, v in (("--support-reserve", support_reserve), ("--exchange-table-budget", table_budget)):
         if v is not None and v < 0:
             raise InputError(name, None, f"{v} is negative", "give bytes >= 0")
     job = Job(model, _target_path(target), _batch(batch), layers,
               options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed,
-                                   relays=not no_relay, table_budget=table_budget, explain=not no_explain))
+                                   relays=not no_relay, table_budget=table_budget, explain=not no_explain,
+                                   strategy=strategy))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:
@@ -156,9 +160,12 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
     head = f"{doc['model']} batch {doc['batch']}, {doc['layers']} layers"
     if v == "FIT":
         c, pk = doc["cycles"], doc["peaks"]
-        out.print(f"[bold green]FIT[/]  {head}")
-        out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
-                  f"(gap {c['gap'] * 100:.2f}%)")
+        out.print(f"[bold green]FIT[/]  {head}" + (" (beam search)" if doc.get("strategy") == "beam" else ""))
+        if c["best_bound"] is None:
+            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; no bound (heuristic search)")
+        else:
+            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
+                      f"(gap {c['gap'] * 100:.2f}%)")
         for k in ("total", "region0", "region1", "interleaved"):
             out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
         x = doc["exchange"]
@@ -180,6 +187,9 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         for name in core["constraints"][:12]:
             out.print(f"    {name}", markup=False, highlight=False)
         out.print(f"  details: {out_dir / 'verdict.json'}")
+    elif v == "REJECTED":
+        out.print(f"[bold yellow]REJECTED[/]  {head}: the beam search kept no plan; this is not a proof "
+                  f"({doc['rejection'].get('screened_out', 0):,} candidates screened out)")
     else:
         out.print(f"[bold yellow]UNKNOWN[/]  {head}: the time limit ran out before a verdict "
                   f"({doc['solver']['status']})")

@@ -56,10 +56,23 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     graph = build_graph(spec, job.batch)
     result = solve(graph, target, job.options, report)
     doc = header(job, spec, result)
+    doc["strategy"] = job.options.strategy
     st = result.stats
+    if result.verdict is Verdict.FIT and result.finalists:  # beam: first finalist the checker accepts
+        from ..check import check_plan
+        for body in result.finalists:
+            trial = dict(doc, **body)
+            if check_plan(trial).ok:
+                result.plan = body
+                break
+        else:
+            result.verdict = Verdict.REJECTED
+            doc["verdict"] = "REJECTED"
     size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
     solver = {"status": st.get("status"), "deterministic_time": st.get("deterministic_time"),
               "seed": job.options.seed, "workers": job.options.workers}
+    if "beam" in st:
+        solver = {"status": "BEAM", **st["beam"]}
     out_dir.mkdir(parents=True, exist_ok=True)
     for stale in ("plan.json", "verdict.json"):
         (out_dir / stale).unlink(missing_ok=True)
@@ -71,6 +84,9 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     else:
         doc["model_size"] = size
         doc["solver"] = solver
+        if result.verdict is Verdict.REJECTED:
+            doc["rejection"] = {"note": "the beam kept no complete plan that passes the checker; this is not a proof",
+                                **st.get("beam", {})}
         if result.verdict is Verdict.INFEASIBLE:
             fam = Counter(g.family for g in result.core)
             doc["core"] = {"families": dict(sorted(fam.items())), "constraints": [g.name for g in result.core],

@@ -29,10 +29,11 @@ class Verdict(Enum):
     FIT = "FIT"
     INFEASIBLE = "INFEASIBLE"
     UNKNOWN = "UNKNOWN"
+    REJECTED = "REJECTED"  # the beam strategy found no plan: not a proof
 
     @property
     def exit_code(self) -> int:
-        return {"FIT": 0, "INFEASIBLE": 1, "UNKNOWN": 3}[self.value]
+        return {"FIT": 0, "INFEASIBLE": 1, "UNKNOWN": 3, "REJECTED": 4}[self.value]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class SolveOptions:
     relays: bool = True
     table_budget: int | None = None  # None: the target's exchange table limit
     explain: bool = True  # on INFEASIBLE: minimize the core and find the least-overflowing plan
+    strategy: str = "cpsat"  # or "beam": the seeds' heuristic search over the same catalogue
+    beam_width: int = 64
 
 
 @dataclass
@@ -55,6 +58,7 @@ class SolveResult:
     plan: dict | None = None
     core: list[Guard] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
+    finalists: list[dict] = field(default_factory=list)
 
 
 def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False) -> ModelCtx:
@@ -104,7 +108,26 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
     """Plan `graph` on `target`."""
     t0 = time.perf_counter()
     p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.relays, opts.table_budget)
+    if opts.strategy == "beam":
+        return solve_beam(p, opts, report, t0)
     return solve_problem(p, opts, report, t0)
+
+
+def solve_beam(p: Problem, opts: SolveOptions, report, t0: float) -> SolveResult:
+    """The beam strategy: finalists as plan bodies, best first; the driver accepts the first that checks."""
+    from .beam import beam_search
+    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    finals, bstats = beam_search(p, opts.beam_width)
+    if report:
+        report(f"beam width {opts.beam_width}: {bstats['expanded']} candidates, {bstats['screened_out']} "
+               f"screened out, {bstats['finalists']} finalists")
+    stats = {"implementations": sum(len(v) for v in p.impls.values()), "steps": len(p.steps),
+             "status": "BEAM", "beam": bstats, "wall_seconds": round(time.perf_counter() - t0, 3)}
+    if not finals:
+        return SolveResult(Verdict.REJECTED, p, stats=stats)
+    r = SolveResult(Verdict.FIT, p, plan_body(p, finals[0], None, classes), stats=stats)
+    r.finalists = [plan_body(p, f, None, classes) for f in finals]
+    return r
 
 
 def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] | None = None,
@@ -216,9 +239,14 @@ def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
 
 def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -> dict:
     """The plan's body: every choice, peaks by region (tile and step), modeled cycles, bound and gap."""
-    p = ctx.p
-    chosen = {k for k, v in ctx.x.items() if solver.Value(v)} | {("home", k) for k, v in ctx.home.items()
-                                                                 if solver.Value(v)}
+    chosen = chosen_literals(ctx, solver)
+    objective = objective_value(ctx, chosen)
+    bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
+    return plan_body(ctx.p, chosen, bound, ctx.classes)
+
+
+def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dict:
+    """plan.json's choices, classes, exchange figures, peaks and cycles for a full set of literals."""
     choices = {}
     for op, impls in p.impls.items():
         i = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)
@@ -232,11 +260,10 @@ def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -
     tables, frags, by_step = exchange_usage(p, chosen)
     resident = tables[None, :] if a.tables_in_memory else 0
     r0, r1 = region_usage(std, il, a.support + resident, a.region0)
-    objective = objective_value(ctx, chosen)
-    bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
+    objective = p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
     clock = p.target.clock_hz
     classes = [{"class": c.index, "representative_tile": c.rep, "tiles": len(c.tiles),
-                "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in ctx.classes]
+                "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in classes]
     return {
         "choices": choices,
         "tile_classes": classes,
@@ -244,7 +271,7 @@ def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -
         "peaks": {"total": peak(std + il + a.support + resident, p.steps), "standard": peak(std, p.steps),
                   "interleaved": peak(il, p.steps), "region0": peak(r0, p.steps), "region1": peak(r1, p.steps)},
         "cycles": {"modeled": objective, "ms": round(objective / clock * 1e3, 4), "best_bound": bound,
-                   "gap": round((objective - bound) / objective, 6) if objective else 0.0},
+                   "gap": round((objective - bound) / objective, 6) if objective and bound is not None else None},
     }
 
 

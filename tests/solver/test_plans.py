@@ -185,3 +185,18 @@ def test_checker_verifies_exchange_figures(small_plan):
     bad = copy.deepcopy(small_plan)
     bad["options"]["exchange_table_budget"] = 16
     assert any("exchange[tables]" in v for v in check_plan(bad).violations)
+
+
+def test_beam_strategy_plans_pass_the_checker(cli, tmp_path):
+    code, doc = _solve(cli, tmp_path / "beam", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL,
+                       "--strategy", "beam")
+    assert code == 0 and doc["strategy"] == "beam" and doc["cycles"]["best_bound"] is None
+    assert check_plan(doc).ok
+    code2, opt = _solve(cli, tmp_path / "cp", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL)
+    assert opt["cycles"]["modeled"] <= doc["cycles"]["modeled"]  # CP-SAT's optimum is never worse
+
+
+def test_beam_rejects_a_model_that_fits(cli, tmp_path):
+    """PE at batch 2: the beam keeps no complete plan (REJECTED, exit 4) though CP-SAT finds one."""
+    code, doc = _solve(cli, tmp_path / "pe", MODELS / "pe.yaml", "--batch", "2", "--strategy", "beam")
+    assert code == 4 and doc["verdict"] == "REJECTED" and "not a proof" in doc["rejection"]["note"]
