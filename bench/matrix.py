@@ -30,7 +30,7 @@ def _run(path: str, b: int, layers: int, strategy: str, limit: float) -> tuple[d
 
 def _cell(doc: dict, wall: float) -> str:
     if doc["verdict"] != "FIT":
-        return f"{doc['verdict']} | {wall:.1f} | | |"
+        return f"{doc['verdict']} | {wall:.1f} | |"
     return (f"FIT | {wall:.1f} | {doc['cycles']['modeled']:,} | {doc['peaks']['total']['bytes']:,} / "
             f"{doc['exchange']['tables']['bytes']:,}")
 

@@ -234,7 +234,10 @@ def _print_explanation(doc: dict) -> None:
     for c in core["constraints"]:
         out.print(f"    {c}", markup=False, highlight=False)
     ex = core.get("explanation") or {}
-    if "deficit_bytes" in ex:
+    if "deficit_bytes" in ex and ex["deficit_bytes"] == 0:
+        out.print(f"  the least-overflowing plan fits memory but exceeds exchange tables by {ex['tables_over']:,} B "
+                  f"and fragments by {ex['fragments_over']:,}", highlight=False)
+    elif "deficit_bytes" in ex:
         exact = "exactly" if ex["slack_lower_bound"] == ex["deficit_bytes"] else "at most"
         out.print(f"  the least-overflowing plan needs {ex['deficit_bytes']:,} B more on tile {ex['tile']} at "
                   f"{ex['step']} ({exact}: usable {ex['usable_bytes']:,} -> {ex['needs_usable_bytes']:,} B)",

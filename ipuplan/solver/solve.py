@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from enum import Enum
@@ -164,8 +165,10 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
             full = len(core)
             core, stats["core_minimal"] = minimize_core(cctx, core, left / 2)
             stats["core_size_before_minimizing"] = full
-        if opts.explain:
-            stats["explanation"] = elastic_explanation(p, classes, opts)
+        if opts.explain:  # whatever time is left; the verdict stands even if this runs out
+            rest = max(5.0, opts.time_limit - (time.perf_counter() - t0))
+            stats["explanation"] = elastic_explanation(p, classes, dataclasses.replace(opts, time_limit=rest))
+        stats["wall_seconds"] = round(time.perf_counter() - t0, 3)
         return SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats)
     return SolveResult(Verdict.UNKNOWN, p, stats=stats)
 
