@@ -8,14 +8,12 @@ exchange-table bytes for each strategy, and the ratios CP-SAT / beam.
 from __future__ import annotations
 
 import argparse
-import datetime
-import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
-from ipuplan.model import load_model
+from _grid import cases, grid_args, heading
+
 from ipuplan.solver.driver import Job, run_solve
 from ipuplan.solver.solve import SolveOptions
 
@@ -37,27 +35,19 @@ def _cell(doc: dict, wall: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--models", default="siglip,pe")
-    ap.add_argument("--batches", default="1,2,4,8")
-    ap.add_argument("--layers", default="1,2,full")
-    ap.add_argument("--time-limit", type=float, default=120.0)
+    grid_args(ap)
     a = ap.parse_args()
-    print(f"# {datetime.date.today()} on {platform.machine()}, {os.cpu_count()} cores; time limit {a.time_limit:g} s\n")
+    print(heading(a))
     print("| model | batch | layers | CP-SAT verdict | s | cycles | peak / tables B | beam verdict | s | cycles | "
           "peak / tables B | time ratio | cycle ratio |")
     print("|---|---:|---:|---|---:|---:|---|---|---:|---:|---|---:|---:|")
-    for m in a.models.split(","):
-        path = f"models/{m}.yaml"
-        full = load_model(path).layers
-        for b in (int(x) for x in a.batches.split(",")):
-            for ls in a.layers.split(","):
-                layers = full if ls == "full" else int(ls)
-                cp, tc = _run(path, b, layers, "cpsat", a.time_limit)
-                bm, tb = _run(path, b, layers, "beam", a.time_limit)
-                ratio = f"{tc / tb:.2f}" if tb else ""
-                cyc = (f"{cp['cycles']['modeled'] / bm['cycles']['modeled']:.4f}"
-                       if cp["verdict"] == bm["verdict"] == "FIT" else "")
-                print(f"| {m} | {b} | {layers} | {_cell(cp, tc)} | {_cell(bm, tb)} | {ratio} | {cyc} |", flush=True)
+    for m, path, b, layers in cases(a):
+        cp, tc = _run(path, b, layers, "cpsat", a.time_limit)
+        bm, tb = _run(path, b, layers, "beam", a.time_limit)
+        ratio = f"{tc / tb:.2f}" if tb else ""
+        cyc = (f"{cp['cycles']['modeled'] / bm['cycles']['modeled']:.4f}"
+               if cp["verdict"] == bm["verdict"] == "FIT" else "")
+        print(f"| {m} | {b} | {layers} | {_cell(cp, tc)} | {_cell(bm, tb)} | {ratio} | {cyc} |", flush=True)
 
 
 if __name__ == "__main__":

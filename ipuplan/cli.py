@@ -131,7 +131,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           as_json: bool = typer.Option(False, "--json", help="print the plan/verdict document")) -> None:
     """Plan MODEL on the target: FIT (exit 0), INFEASIBLE (1) or UNKNOWN (3)."""
     from .solver.driver import Job, run_solve
-    from .solver.solve import SolveOptions, Verdict
+    from .solver.solve import SolveOptions
 
     spec_name = Path(model).stem
     out_dir = Path(output or f"out/{spec_name}-b{batch}")

@@ -14,10 +14,6 @@ _NP = {DType.F143: ml_dtypes.float8_e4m3fnuz, DType.F152: ml_dtypes.float8_e5m2f
 _MAX = {DType.F143: F143_MAX, DType.F152: F152_MAX}
 
 
-def np_dtype(d: DType):
-    return _NP[d]
-
-
 def round_to(x: np.ndarray, d: DType, scale: int = 0) -> np.ndarray:
     """`x` as stored in `d` with metadata scale `scale` (logical = stored * 2^scale, so stored =
     cast(x * 2^-scale)), returned as float32; FP8 saturates at the format's largest value.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .ir.graph import Graph, Role, Value
+from .ir.graph import Graph, OpKind, Role, Value
 from .ir.ops import flops
 from .model.spec import ModelSpec
 
@@ -66,5 +66,5 @@ def summarize(graph: Graph, spec: ModelSpec, batch: int) -> Summary:
 def _graphs(g: Graph):
     yield g
     for op in g.ops:
-        if op.kind.value == "repeat":
+        if op.kind is OpKind.REPEAT:
             yield from _graphs(op.attrs.body)

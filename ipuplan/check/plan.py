@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from math import prod
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from ..model import build_graph, load_model
 from ..plan import FORMAT, region_usage, sha256
 from ..target import load_target
 from .exchange import fragments
-from .rules import Derived, derive
+from .rules import Derived, derive, matrix_of
 from .tiles import block_owners, tile_bytes
 
 
@@ -45,10 +44,6 @@ def check_dir(d: Path) -> CheckReport:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise InputError(str(path), None, f"not valid JSON ({e})", "re-run ipuplan solve") from None
     return check_plan(plan)
-
-
-def _matrix(shape) -> tuple[int, int]:
-    return (prod(shape[:-1]) if len(shape) > 1 else 1), shape[-1]
 
 
 @dataclass
@@ -174,7 +169,7 @@ def check_plan(plan: dict) -> CheckReport:
 
     def home_of(key):
         v, count = params[key]
-        r, c = _matrix(v.shape)
+        r, c = matrix_of(v.shape)
         return {"rows": r, "cols": c, "elem": v.dtype.itemsize, "pr": T, "pc": 1, "replicas": 1,
                 "start": sum(key.encode()) * 37 % T, "row_stride": 0, "col_stride": 1, "rep_stride": 0,
                 "row_groups": 1, "flat": True, "mem": "std", "row_align": 1, "col_align": 1}

@@ -29,7 +29,7 @@ def L(rows, cols, elem, pr=1, pc=1, replicas=1, start=0, row_stride=0, col_strid
             "flat": flat, "mem": mem, "row_align": 1, "col_align": 1}
 
 
-def _mx(shape) -> tuple[int, int]:
+def matrix_of(shape) -> tuple[int, int]:
     return (prod(shape[:-1]) if len(shape) > 1 else 1), shape[-1]
 
 
@@ -56,7 +56,7 @@ def derive(o, choice: dict, g, params, consumers, index, target, batch) -> Deriv
     if k is OpKind.ATTENTION:
         return _attention(o, choice, target, batch, rec_out)
     lay = dict(rec_out)
-    rows, cols = _mx(out_v.shape)
+    rows, cols = matrix_of(out_v.shape)
     if (lay["rows"], lay["cols"], lay["elem"]) != (rows, cols, out_v.dtype.itemsize) or lay["flat"]:
         raise ValueError(f"output layout {rows}x{cols}x{out_v.dtype.itemsize}B expected")
     if lay["pr"] * lay["pc"] * lay["replicas"] > T * max(1, lay["replicas"]) or lay["pr"] > rows or lay["pc"] > cols:
@@ -72,7 +72,7 @@ def derive(o, choice: dict, g, params, consumers, index, target, batch) -> Deriv
             d.needs[i] = None
             continue
         v = _shape_of(kind, key, g, params, index)
-        sr, sc = _mx(v.shape)
+        sr, sc = matrix_of(v.shape)
         if window is not None:
             sc = window[1] - window[0]
         if (sr, sc) == (rows, cols):
@@ -107,7 +107,7 @@ def _matmul(o, choice, g, params, consumers, index, target, batch, out_v, rec_ou
     xv = _shape_of(xkind, xkey, g, params, index)
     wkey = o.reads[1][2]
     wv = params[wkey][0]
-    m, kk = _mx(xv.shape)
+    m, kk = matrix_of(xv.shape)
     n = wv.shape[1]
     if min(pm, pn, pk) < 1 or pm * pn * pk > T or pm > m or pn > n or pk > kk:
         raise ValueError(f"grid {pm}x{pn}x{pk} does not fit {m}x{kk}x{n} on {T} tiles")

@@ -129,9 +129,6 @@ class Layout:
             return int(balanced(self.rows * self.cols, self.pr).max()), 1
         return int(self.row_sizes().max()), int(self.col_sizes().max())
 
-    def window(self, c0: int, c1: int) -> "ColumnWindow":
-        return ColumnWindow(self, c0, c1)
-
 
 @dataclass(frozen=True)
 class ColumnWindow:

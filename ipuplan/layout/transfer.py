@@ -27,10 +27,6 @@ class Transfer:
     cells: int
     moves: dict | None = None
 
-    @property
-    def moved_bytes(self) -> int:
-        return int(self.recv.sum())
-
 
 def _sorted_unique(x: np.ndarray) -> np.ndarray:
     x = np.sort(x, kind="stable")

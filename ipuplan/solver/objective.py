@@ -16,5 +16,6 @@ def add_objective(ctx: ModelCtx) -> None:
     ctx.m.Minimize(sum(terms) + p.constant_cycles)
 
 
-def objective_value(ctx: ModelCtx, chosen: set[tuple]) -> int:
-    return ctx.p.constant_cycles + sum(c for k, c in ctx.p.cycles.items() if k in chosen)
+def objective_value(p, chosen: set[tuple]) -> int:
+    """Modeled cycles of a full set of chosen literals."""
+    return p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)

@@ -243,7 +243,7 @@ def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
 def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -> dict:
     """The plan's body: every choice, peaks by region (tile and step), modeled cycles, bound and gap."""
     chosen = chosen_literals(ctx, solver)
-    objective = objective_value(ctx, chosen)
+    objective = objective_value(ctx.p, chosen)
     bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
     return plan_body(ctx.p, chosen, bound, ctx.classes)
 
@@ -263,7 +263,7 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
     tables, frags, by_step = exchange_usage(p, chosen)
     resident = tables[None, :] if a.tables_in_memory else 0
     r0, r1 = region_usage(std, il, a.support + resident, a.region0)
-    objective = p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
+    objective = objective_value(p, chosen)
     clock = p.target.clock_hz
     classes = [{"class": c.index, "representative_tile": c.rep, "tiles": len(c.tiles),
                 "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in classes]

@@ -8,6 +8,7 @@ enumerated and checked on every tile and step, with no tile classes and no solve
 from __future__ import annotations
 
 import itertools
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -99,7 +100,6 @@ def problems(draw):
 def enumerate_best(p: Problem):
     """The optimal objective over every combination of implementation choices, or None if none fits."""
     ops = list(p.impls)
-    T, S = p.target.tiles, len(p.sched.steps)
     best = None
     for combo in itertools.product(*(range(len(p.impls[o])) for o in ops)):
         pick = dict(zip(ops, combo))
@@ -122,29 +122,28 @@ def enumerate_best(p: Problem):
 
 def _evaluate(p: Problem, chosen: set):
     """Cost of a full choice if it fits every tile and step, else None."""
-    if True:
-        T, S = p.target.tiles, len(p.sched.steps)
-        total = np.zeros((S, T), np.int64)
-        il = np.zeros((S, T), np.int64)
-        for cb in p.contribs:
-            if cb.lit in chosen:
-                total[cb.first:cb.last + 1] += p.vectors[cb.vec]
-                if cb.mem is MemClass.INTERLEAVED:
-                    il[cb.first:cb.last + 1] += p.vectors[cb.vec]
-        a = p.acct
-        tables = sum((p.vectors[x.tables] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
-        frags = sum((p.vectors[x.frags] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
-        resident = tables if a.tables_in_memory else 0
-        if a.support > a.region0 or (total + resident > a.usable - a.support).any() or (il > a.region1).any():
-            return None
-        if (tables > a.table_budget).any() or (frags > a.fragment_limit).any():
-            return None
-        if a.tables_in_memory and (tables + a.support > a.region0).any():
-            return None
-        return p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
+    T, S = p.target.tiles, len(p.sched.steps)
+    total = np.zeros((S, T), np.int64)
+    il = np.zeros((S, T), np.int64)
+    for cb in p.contribs:
+        if cb.lit in chosen:
+            total[cb.first:cb.last + 1] += p.vectors[cb.vec]
+            if cb.mem is MemClass.INTERLEAVED:
+                il[cb.first:cb.last + 1] += p.vectors[cb.vec]
+    a = p.acct
+    tables = sum((p.vectors[x.tables] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
+    frags = sum((p.vectors[x.frags] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
+    resident = tables if a.tables_in_memory else 0
+    if a.support > a.region0 or (total + resident > a.usable - a.support).any() or (il > a.region1).any():
+        return None
+    if (tables > a.table_budget).any() or (frags > a.fragment_limit).any():
+        return None
+    if a.tables_in_memory and (tables + a.support > a.region0).any():
+        return None
+    return p.constant_cycles + sum(c for k, c in p.cycles.items() if k in chosen)
 
 
-@settings(max_examples=int(__import__("os").environ.get("IPUPLAN_SOUNDNESS_EXAMPLES", 220)), deadline=None,
+@settings(max_examples=int(os.environ.get("IPUPLAN_SOUNDNESS_EXAMPLES", 220)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(problems())
 def test_verdict_and_optimum_match_enumeration(p):

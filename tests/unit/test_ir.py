@@ -96,4 +96,4 @@ def test_printer_golden(model, batch, layers):
     path = GOLDEN / f"{model}-b{batch}.ir.txt"
     if os.environ.get("IPUPLAN_UPDATE_GOLDEN"):
         path.write_text(text)
-    assert text == path.read_text(), f"IR text changed; regenerate with IPUPLAN_UPDATE_GOLDEN=1 if intended"
+    assert text == path.read_text(), "IR text changed; regenerate with IPUPLAN_UPDATE_GOLDEN=1 if intended"

@@ -60,22 +60,33 @@ def add_table_row(ctx: ModelCtx, cls: int, tile: int) -> None:
         ctx.m.Add(ctx.weighted(terms) <= ctx.tables[cls])  # definition of X_k: no capacity here
 
 
-def add_fragment_row(ctx: ModelCtx, tile: int) -> bool:
-    key = ("frags", tile)
+def _limit_row(ctx: ModelCtx, which: str, tile: int, limit: int, name: str, tag: str, unit: str = "") -> bool:
+    """One tile's `which` ("tables"/"frags") bounded by `limit`, guarded; skipped when it cannot bind."""
+    key = (tag, tile)
     if key in ctx.rows:
         return False
     ctx.rows.add(key)
-    terms = _terms(ctx, ctx.xmat["frags"][tile])
-    if _worst(terms) <= ctx.p.acct.fragment_limit and not ctx.slack:
+    terms = _terms(ctx, ctx.xmat[which][tile])
+    if _worst(terms) <= limit and not ctx.slack:
         return False
-    g = ctx.guard(f"exchange[fragments <= {ctx.p.acct.fragment_limit:,}, tile {tile}]", "exchange", ("frags", tile))
-    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.fragment_limit + ctx.over("fragments")).OnlyEnforceIf(g)
+    g = ctx.guard(f"exchange[{name} <= {limit:,}{unit}, tile {tile}]", "exchange", (tag, tile))
+    over = ctx.over("fragments" if which == "frags" else "tables")
+    ctx.m.Add(ctx.weighted(terms) <= limit + over).OnlyEnforceIf(g)
     ctx.constraints += 1
     return True
 
 
+def add_fragment_row(ctx: ModelCtx, tile: int) -> bool:
+    return _limit_row(ctx, "frags", tile, ctx.p.acct.fragment_limit, "fragments", "frags")
+
+
+def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
+    """The table budget of one tile outside any class's own tiles (a dominated tile)."""
+    return _limit_row(ctx, "tables", tile, ctx.p.acct.table_budget, "tables", "budget", " B")
+
+
 def add_exchange(ctx: ModelCtx) -> None:
-    p, m, a = ctx.p, ctx.m, ctx.p.acct
+    m, a = ctx.m, ctx.p.acct
     ctx.xmat = {"tables": _matrix(ctx, "tables"), "frags": _matrix(ctx, "frags")}
     big = a.usable + a.table_budget
     for c in ctx.classes:
@@ -116,16 +127,3 @@ def missing_rows(ctx: ModelCtx, chosen: set[tuple], table_values: dict[int, int]
     for t in np.flatnonzero(tables > ctx.p.acct.table_budget + slack.get("tables", 0))[:32]:
         added += add_budget_row(ctx, int(t))
     return added
-
-
-def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
-    """The table budget of one tile outside any class's own tiles (a dominated tile)."""
-    key = ("budget", tile)
-    if key in ctx.rows:
-        return False
-    ctx.rows.add(key)
-    terms = _terms(ctx, ctx.xmat["tables"][tile])
-    g = ctx.guard(f"exchange[tables <= {ctx.p.acct.table_budget:,} B, tile {tile}]", "exchange", ("budget", tile))
-    ctx.m.Add(ctx.weighted(terms) <= ctx.p.acct.table_budget + ctx.over("tables")).OnlyEnforceIf(g)
-    ctx.constraints += 1
-    return True
