@@ -186,7 +186,21 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
         for name in core["constraints"][:12]:
             out.print(f"    {name}", markup=False, highlight=False)
-        out.print(f"  details: {out_dir / 'verdict.json'}")
+        if len(core["constraints"]) > 12:
+            out.print(f"    ... {len(core['constraints']) - 12} more")
+        c = core.get("certificate") or {}
+        if c.get("kind"):
+            r = c["row_details"][0] if c.get("row_details") else None
+            out.print(f"  certificate: {c['kind']} over {c['rows']} exact row(s)"
+                      + (f", e.g. {r['name']} (capacity {r['capacity']:,} B)" if r else "")
+                      + f"; `ipuplan check {out_dir}` re-proves it", markup=False, highlight=False)
+        else:
+            out.print(f"  certificate: none ({c.get('note', '')})", markup=False, highlight=False)
+        ex = core.get("explanation") or {}
+        if ex.get("deficit_bytes"):
+            out.print(f"  the least-overflowing plan lacks {ex['deficit_bytes']:,} B on tile {ex['tile']} at "
+                      f"{ex['step']}; `ipuplan explain {out_dir}` for the contributors", highlight=False)
+        out.print(f"  details: {out_dir / 'verdict.json'}, {out_dir / 'certificate.json'}")
     elif v == "REJECTED":
         out.print(f"[bold yellow]REJECTED[/]  {head}: the beam search kept no plan; this is not a proof "
                   f"({doc['rejection'].get('screened_out', 0):,} candidates screened out)")
@@ -233,6 +247,7 @@ def _print_explanation(doc: dict) -> None:
               + (f", shrunk from {shrunk}" if shrunk and shrunk != len(core["constraints"]) else "") + "):")
     for c in core["constraints"]:
         out.print(f"    {c}", markup=False, highlight=False)
+    _print_certificate(core.get("certificate") or {})
     ex = core.get("explanation") or {}
     if "deficit_bytes" in ex and ex["deficit_bytes"] == 0:
         out.print(f"  the least-overflowing plan fits memory but exceeds exchange tables by {ex['tables_over']:,} B "
@@ -254,29 +269,70 @@ def _print_explanation(doc: dict) -> None:
                           markup=False, highlight=False)
 
 
+def _print_certificate(c: dict) -> None:
+    if not c.get("kind"):
+        out.print(f"  certificate: none ({c.get('note', 'not built')})", highlight=False)
+        return
+    out.print(f"  certificate: {c['kind']} over {c['rows']} exact row(s), certificate.json "
+              f"(`ipuplan check` re-proves it)", highlight=False)
+    for r in c.get("row_details", []):
+        out.print(f"    {r['name']}: capacity {r['capacity']:,} B; the cheapest choice of every tensor alone "
+                  f"needs {r['cheapest_bytes']:,} B", markup=False, highlight=False)
+        for g in r["cheapest_by_group"][:6]:
+            out.print(f"      {g['bytes']:>9,} B  {g['group']} ({g['cheapest']})", markup=False, highlight=False)
+    m = c.get("machine")
+    if m:
+        verdict = "which alone proves it does not fit" if m["proves"] else "so no catalogue-independent proof"
+        out.print(f"  machine: parameters {m['parameter_bytes']:,} B + live activations {m['live_activation_bytes']:,} B "
+                  f"at {m['at']} = {m['needs_bytes']:,} B of {m['capacity_bytes']:,} B on all tiles, {verdict}",
+                  highlight=False)
+
+
 def _print_what_if(r: dict) -> None:
     if r["kind"] == "memory":
         if "needs_usable_bytes" in r:
             out.print(f"what-if memory: a plan exists with {r['needs_usable_bytes']:,} usable B per tile "
                       f"({'exact' if r['exact'] else 'upper bound; lower bound ' + format(r['lower_bound_bytes'], ',')}); "
                       f"confirmed FIT: {r['confirmed_fit']} ({r['fit_dir']})", highlight=False)
+            b = r.get("one_byte_less")
+            if b:
+                out.print(f"  one byte less per tile: {b['verdict']}, {b['evidence']} ({b['dir']})", highlight=False)
         else:
             out.print(f"what-if memory: {r['note']}")
         return
-    out.print(f"what-if {r['kind']}: largest FIT {r['largest_fit']}, smallest INFEASIBLE {r['smallest_infeasible']} "
-              f"(probes: {', '.join(f'{k}={v}' for k, v in r['probes'].items())})", highlight=False)
+    out.print(f"what-if {r['kind']}: largest FIT {r['largest_fit']} ({r.get('fit_evidence')}), smallest INFEASIBLE "
+              f"{r['smallest_infeasible']} ({r.get('infeasible_evidence')}); probes: "
+              f"{', '.join(f'{k}={v}' for k, v in r['probes'].items())}", highlight=False)
 
 
 @app.command()
-def check(directory: str = typer.Argument(..., help="a solve output directory (holding plan.json)")) -> None:
-    """Independently re-verify a plan against model and target (exit 0 holds, 1 violated)."""
+def check(directory: str = typer.Argument(..., help="a solve output directory (plan.json or certificate.json)")) -> None:
+    """Independently re-verify a FIT plan or an INFEASIBLE certificate against model and target (exit 0 holds,
+    1 violated or rejected)."""
     from .check import check_dir
+    from .check.certificate import check_certificate
 
-    report = check_dir(Path(directory))
+    d = Path(directory)
+    if (d / "plan.json").exists() or not (d / "certificate.json").exists():
+        if (d / "verdict.json").exists() and not (d / "plan.json").exists():
+            raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "
+                             "was found)", "re-run ipuplan solve with a longer --time-limit")
+        report = check_dir(d)
+        what = "CHECK PASSED"
+    else:
+        from .solver.certificate import regenerate_catalogue
+        try:
+            cert = json.loads((d / "certificate.json").read_text())
+            catalogue = regenerate_catalogue(cert)
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+            raise InputError(str(d / "certificate.json"), None, f"not a readable certificate ({e})",
+                             "pass a directory ipuplan solve wrote for an INFEASIBLE verdict") from None
+        report = check_certificate(cert, catalogue)
+        what = "CERTIFICATE VERIFIED"
     for line in report.lines:
         out.print(line, markup=False, highlight=False)
     if report.ok:
-        out.print("[bold green]CHECK PASSED[/]")
+        out.print(f"[bold green]{what}[/]")
         return
     out.print(f"[bold red]CHECK FAILED[/]: {report.violations[0]}", highlight=False)
     raise typer.Exit(1)

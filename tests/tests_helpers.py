@@ -26,3 +26,19 @@ def siglip_native(spec):
                   lp + "layer_norm2.bias": (W,), lp + "mlp.fc1.weight": (M, W), lp + "mlp.fc1.bias": (M,),
                   lp + "mlp.fc2.weight": (W, M), lp + "mlp.fc2.bias": (W,)})
     return {k: rng.standard_normal(s).astype(np.float32) for k, s in t.items()}
+
+
+def run_main(*args) -> int:
+    """Run `ipuplan ARGS...` in-process outside a test function (module fixtures); return the exit code."""
+    import sys
+
+    from ipuplan.cli import main
+    old = sys.argv
+    sys.argv = ["ipuplan", *map(str, args)]
+    try:
+        main()
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 0
+    finally:
+        sys.argv = old
+    return 0

@@ -14,13 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..ir.graph import OpKind, Role
 from ..model import build_graph, load_model
 from ..plan import FORMAT, region_usage, sha256
 from ..target import load_target
-from .exchange import fragments
-from .rules import Derived, derive, matrix_of
-from .tiles import block_owners, tile_bytes
+from .space import build_space
 
 
 @dataclass
@@ -46,58 +43,6 @@ def check_dir(d: Path) -> CheckReport:
     return check_plan(plan)
 
 
-@dataclass
-class _Op:
-    key: str
-    op: object
-    graph: object
-    trips: int
-    x: int
-    c: int
-    reads: list = field(default_factory=list)  # (index, kind, key, window)
-
-
-def _walk(g):
-    """Steps, ops, buffer last-use, params with iteration counts, carried ties: from the IR alone."""
-    ops: list[_Op] = []
-    params = {v.name: (v, 1) for v in g.values if v.role in (Role.PARAM, Role.CONST)}
-    inputs = {v.name for v in g.values if v.role is Role.INPUT}
-    env = {n: ("param", n, None) for n in params} | {n: ("input", n, None) for n in inputs}
-    ties = []
-    body = [None]
-
-    def go(graph, scope, trips, env):
-        for op in graph.ops:
-            if op.kind is OpKind.REPEAT:
-                a = op.attrs
-                nc, ns = len(a.carried), len(a.sequences)
-                benv = {bi: env[o] for (bi, _), o in zip(a.carried, op.inputs[:nc])}
-                for bi, o in zip(a.sequences, op.inputs[nc:nc + ns]):
-                    params[o] = (a.body.value(bi), a.count)
-                    benv[bi] = ("param", o, None)
-                benv |= {bi: env[o] for bi, o in zip(a.invariants, op.inputs[nc + ns:])}
-                start = 2 * len(ops)
-                go(a.body, scope + op.name + "/", trips * a.count, benv)
-                body[0] = (start, 2 * len(ops) - 1)
-                for (bi, bo), o in zip(a.carried, op.outputs):
-                    env[o] = benv[bo]
-                    ties.append((benv[bi][1], benv[bo][1]))
-            elif op.kind is OpKind.SLICE:
-                k, key, w = env[op.inputs[0]]
-                base = w[0] if w else 0
-                env[op.outputs[0]] = (k, key, (base + op.attrs.start, base + op.attrs.stop))
-            elif op.kind is OpKind.RESHAPE:
-                env[op.outputs[0]] = env[op.inputs[0]]
-            else:
-                o = _Op(scope + op.name, op, graph, trips, 2 * len(ops), 2 * len(ops) + 1)
-                o.reads = [(i, *env[n]) for i, n in enumerate(op.inputs)]
-                env[op.outputs[0]] = ("act", o.key, None)
-                ops.append(o)
-
-    go(g, "", 1, env)
-    return ops, params, ties, body[0]
-
-
 def check_plan(plan: dict) -> CheckReport:
     rep = CheckReport()
     if plan.get("format") != FORMAT or plan.get("verdict") != "FIT":
@@ -116,105 +61,35 @@ def check_plan(plan: dict) -> CheckReport:
     batch = plan["batch"]
     g = build_graph(spec, batch)
     T = target.tiles
-    ops, params, ties, body = _walk(g)
-    nsteps = 2 * len(ops)
-    index = {o.key: o for o in ops}
-    choices = plan["choices"]
-    missing = [o.key for o in ops if o.key not in choices]
-    extra = sorted(set(choices) - set(index))
-    if missing or extra:
-        rep.fail(f"choices do not match the graph's ops (missing {missing[:3]}, unknown {extra[:3]})")
+    try:
+        sp = build_space(g, target, batch, {k: [v] for k, v in plan["choices"].items()}, relays=True)
+    except ValueError as e:
+        rep.fail(str(e))
         return rep
-
-    # last use of every activation
-    last = {o.key: o.c for o in ops}
-    consumers: dict[str, list[_Op]] = {o.key: [] for o in ops}
-    for o in ops:
-        for _, kind, key, _ in o.reads:
-            if kind == "act":
-                last[key] = max(last[key], o.c)
-                consumers[key].append(o)
-    for outer, res in ties:
-        last[res] = max(last[res], body[1])
-    for k, cs in consumers.items():
-        if not cs:
-            last[k] = nsteps - 1
-
-    derived: dict[str, Derived] = {}
-    for o in ops:
-        try:
-            derived[o.key] = derive(o, choices[o.key], g, params, consumers, index, target, batch)
-        except ValueError as e:
-            rep.fail(f"choice for {o.key}: {e}")
+    ops, nsteps = sp.prog.ops, sp.prog.nsteps
+    relays = {(r["buffer"], r["consumer"], r["input"]) for r in plan.get("exchange", {}).get("relays", [])}
+    chosen = {("impl", o.key, 0) for o in ops}
+    for name, (prod, cons, idx, _, _) in sp.ends.items():
+        group = sp.groups[name]
+        if ("pair", cons, idx, 0, 0, "none") in group:
+            chosen.add(("pair", cons, idx, 0, 0, "none"))
+            continue
+        mode = "relay" if (prod, cons, idx) in relays else "direct"
+        if ("pair", cons, idx, 0, 0, mode) not in group:
+            rep.fail(f"relay for {prod} -> {cons} but its destination is not replicated")
             return rep
-
+        chosen.add(("pair", cons, idx, 0, 0, mode))
+    chosen |= {h for u, h in sp.implies if u in chosen}
+    for a, b in sp.conflicts:
+        rep.fail(f"carried value {a[1]} and body result {b[1]} have different layouts")
+    sel = np.array([k in chosen for k in sp.lits], bool)
+    D, lit, first, last, is_il, X, F, xl = sp.matrices()
     std = np.zeros((nsteps, T), np.int64)
     il = np.zeros((nsteps, T), np.int64)
-
-    def add(lay: dict, first: int, lastv: int, times: int = 1):
-        (il if lay["mem"] == "il" else std)[first:lastv + 1] += tile_bytes(lay, T) * times
-
-    homes: set[str] = set()
-    fs_all, fr_all = np.zeros(T, np.int64), np.zeros(T, np.int64)
-    tables = np.zeros(T, np.int64)
-    relays = {(r["buffer"], r["consumer"], r["input"]) for r in plan.get("exchange", {}).get("relays", [])}
-
-    def moved(fs, fr, patched=False):
-        nonlocal tables, fs_all, fr_all
-        fs_all += fs
-        fr_all += fr
-        tables += target.send_fragment_bytes * fs + target.recv_fragment_bytes * fr
-        if patched:
-            tables += target.patch_word_bytes * (fs > 0)
-
-    def home_of(key):
-        v, count = params[key]
-        r, c = matrix_of(v.shape)
-        return {"rows": r, "cols": c, "elem": v.dtype.itemsize, "pr": T, "pc": 1, "replicas": 1,
-                "start": sum(key.encode()) * 37 % T, "row_stride": 0, "col_stride": 1, "rep_stride": 0,
-                "row_groups": 1, "flat": True, "mem": "std", "row_align": 1, "col_align": 1}
-
-    for o in ops:
-        d = derived[o.key]
-        _internal(o, d, choices[o.key], T, moved)
-        add(d.out, o.x if d.out_from_exchange else o.c, last[o.key])
-        if d.scratch is not None:
-            std[o.c] += d.scratch
-        if d.rope is not None:
-            add(d.rope, 0, nsteps - 1)
-        for key, lay, mode in d.params:
-            count = params[key][1]
-            if mode == "resident":
-                add(lay, 0, nsteps - 1, count)
-            else:
-                add(lay, o.x, o.c)
-                homes.add(key)
-                moved(*fragments(home_of(key), None, lay, T), patched=count > 1)
-        for i, kind, key, window in o.reads:
-            need = d.needs.get(i)
-            if need is None or kind == "param":
-                continue
-            if kind == "input":
-                add(need, 0, o.c)
-                continue
-            src = derived[key].out
-            if window is not None or src != need:
-                add(need, o.x, o.c)
-                if (key, o.key, i) in relays:
-                    if need["replicas"] < 2:
-                        rep.fail(f"relay for {key} -> {o.key} but its destination is not replicated")
-                    relay = dict(need, replicas=1, rep_stride=0, row_stride=0, col_stride=1,
-                                 start=(need["start"] + T // 2) % T, mem="std")
-                    add(relay, o.x, o.x)
-                    moved(*fragments(src, window, relay, T))
-                    moved(*fragments(relay, None, need, T))
-                else:
-                    moved(*fragments(src, window, need, T))
-    for key in sorted(homes):
-        add(home_of(key), 0, nsteps - 1, params[key][1])
-    for outer, res in ties:
-        if derived[outer].out != derived[res].out:
-            rep.fail(f"carried value {outer} and body result {res} have different layouts")
+    for k in np.flatnonzero(sel[lit]):
+        (il if is_il[k] else std)[first[k]:last[k] + 1] += D[k]
+    tables = X[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
+    frags = F[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
 
     acc = plan["accounting"]
     usable, support = acc["usable_bytes"], acc["support_bytes"]
@@ -226,8 +101,7 @@ def check_plan(plan: dict) -> CheckReport:
     budget = plan["options"].get("exchange_table_budget")
     budget = target.exchange_table_bytes_max if budget is None else budget
     r0cap, r1cap = target.region0_bytes, target.region1_usable_bytes
-    steps = [f"{o.key}:{s}" for o in ops for s in ("x", "c")]
-    frags = fs_all + fr_all
+    steps = sp.prog.steps
     resident = 0 if seeds else tables[None, :]
     total = std + il + support + resident
     for name, arr, cap in (("exchange[tables]", tables, budget), ("exchange[fragments]", frags,
@@ -265,21 +139,3 @@ def check_plan(plan: dict) -> CheckReport:
     rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {usable:,} B, support {support:,} B")
     return rep
 
-
-def _internal(o, d, choice: dict, T: int, moved) -> None:
-    """Exchanges inside one op: partial-sum reduction, cross-tile statistics, concat's direct writes."""
-    if choice.get("kind") == "matmul" and choice["pk"] > 1:
-        out, pk = d.out, choice["pk"]
-        rs = out["row_stride"] or out["pc"]
-        i = np.arange(out["pr"])[:, None] * rs
-        j = np.arange(out["pc"])[None, :] * out["col_stride"]
-        senders = np.zeros(T, np.int64)
-        for r in range(1, pk):
-            np.add.at(senders, ((out["start"] + r + i + j) % T).ravel(), 1)
-        moved(senders, block_owners(out, T) * (pk - 1))
-    elif choice.get("statistics") == "cross-tile":
-        own = block_owners(d.out, T)
-        moved(own, own * (d.out["pc"] - 1))
-    elif choice.get("kind") == "concat":
-        own = block_owners(d.out, T)
-        moved(own, own * 2)

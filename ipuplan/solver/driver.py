@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import build_graph, load_model
+from ..check.certificate import digest
 from ..plan import FORMAT, sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
@@ -93,9 +94,38 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
                            "minimal": bool(st.get("core_minimal")),
                            "size_before_minimizing": st.get("core_size_before_minimizing"),
                            "scope": f"no combination of the {st.get('implementations')} catalogued implementations "
-                                    f"fits; not yet a checked certificate",
+                                    f"fits",
                            "explanation": st.get("explanation", {})}
+            cert = result.certificate
+            doc["core"]["certificate"] = _certificate_summary(cert)
+            (out_dir / "certificate.json").unlink(missing_ok=True)
+            if cert is not None and cert.get("kind"):
+                write_certificate(out_dir / "certificate.json", doc, cert)
         write_json(out_dir / "verdict.json", doc)
+    timing = {k: st[k] for k in ("verdict_seconds", "core_seconds", "certificate_at_seconds") if k in st}
     write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"),
-                                               "build_seconds": st.get("build_seconds"), **size})
+                                               "build_seconds": st.get("build_seconds"), **timing, **size})
     return result, doc
+
+
+def write_certificate(path: Path, doc: dict, body: dict) -> None:
+    """certificate.json: the verdict's inputs and options, the certificate body, and its digest."""
+    from .certificate import FORMAT as CERT
+    cert = {"format": CERT, "verdict": "INFEASIBLE",
+            **{k: doc[k] for k in ("model", "batch", "layers", "precision", "fuse_qkv", "inputs")},
+            "options": {k: doc["options"][k] for k in ("support_reserve", "relays", "exchange_table_budget")},
+            **body}
+    cert["digest"] = digest(cert)
+    write_json(path, cert)
+
+
+def _certificate_summary(cert: dict | None) -> dict:
+    if cert is None:
+        return {"kind": None, "note": "no core was extracted within the time limit"}
+    if not cert.get("kind"):
+        return {"kind": None, "rows": len(cert["rows"]), "seconds": cert["seconds"],
+                "note": "no counting, Farkas or z3 proof of the core's rows was found; the verdict rests on CP-SAT"}
+    return {"kind": cert["kind"], "rows": len(cert["rows"]), "seconds": cert["seconds"], "file": "certificate.json",
+            "rows_minimal": cert["rows_minimal"], "machine": cert["machine"],
+            "row_details": [{k: r[k] for k in ("name", "capacity", "cheapest_bytes", "cheapest_by_group")}
+                            for r in cert["rows"][:4]]}

@@ -17,11 +17,12 @@ from ..target import Target
 from .classes import tile_classes, tile_ranges
 from .choice import add_choice
 from .exchange.tables import add_exchange, missing_rows
+from .certificate import build_certificate, choice_record
 from .explain import elastic_explanation, minimize_core
 from .memory import add_liveness, add_regions
 from .memory.liveness import missing_tile_rows
 from .model import Guard, ModelCtx
-from ..plan import layout_record, peak, region_usage
+from ..plan import peak, region_usage
 from .objective import add_objective, objective_value
 from .problem import Problem, build_problem
 
@@ -60,6 +61,8 @@ class SolveResult:
     core: list[Guard] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     finalists: list[dict] = field(default_factory=list)
+    certificate: dict | None = None
+    model_rows: set = field(default_factory=set)  # lazily added rows of the model found infeasible
 
 
 def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False) -> ModelCtx:
@@ -159,18 +162,37 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
         plan = extract_plan(ctx, solver, opts)
         return SolveResult(Verdict.FIT, p, plan, stats=stats)
     if status == cp_model.INFEASIBLE:
-        left = max(5.0, opts.time_limit - (time.perf_counter() - t0))
-        core, cctx = infeasible_core(p, classes, opts, left)
-        if core and cctx is not None and opts.explain:
-            full = len(core)
-            core, stats["core_minimal"] = minimize_core(cctx, core, left / 2)
-            stats["core_size_before_minimizing"] = full
-        if opts.explain:  # whatever time is left; the verdict stands even if this runs out
-            rest = max(5.0, opts.time_limit - (time.perf_counter() - t0))
-            stats["explanation"] = elastic_explanation(p, classes, dataclasses.replace(opts, time_limit=rest))
-        stats["wall_seconds"] = round(time.perf_counter() - t0, 3)
-        return SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats)
+        return _infeasible(p, classes, opts, ctx.rows, stats, report, t0)
     return SolveResult(Verdict.UNKNOWN, p, stats=stats)
+
+
+def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict, report, t0: float) -> SolveResult:
+    """Core, certificate from it, then (with explain) the minimal core, its certificate and the deficit."""
+    def left() -> float:
+        return max(5.0, opts.time_limit - (time.perf_counter() - t0))
+
+    stats["verdict_seconds"] = round(time.perf_counter() - t0, 3)
+    core, cctx = infeasible_core(p, classes, opts, left(), rows)
+    stats["core_seconds"] = round(time.perf_counter() - t0, 3)
+    cert = build_certificate(p, classes, core, left()) if core else None
+    if cert is not None:
+        stats["certificate_at_seconds"] = round(time.perf_counter() - t0, 3)
+        if report:
+            report(f"certificate: {cert['kind'] or 'none found'} over {len(cert['rows'])} rows "
+                   f"({stats['certificate_at_seconds']:.1f} s)")
+    if core and cctx is not None and opts.explain:
+        full = len(core)
+        small, stats["core_minimal"] = minimize_core(cctx, core, left() / 2)
+        stats["core_size_before_minimizing"] = full
+        if len(small) < full:
+            core = small
+            again = build_certificate(p, classes, core, left())
+            if again["kind"] or cert is None or not cert["kind"]:
+                cert = again
+    if opts.explain:  # whatever time is left; the verdict stands even if this runs out
+        stats["explanation"] = elastic_explanation(p, classes, dataclasses.replace(opts, time_limit=left()))
+    stats["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    return SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats, certificate=cert, model_rows=set(rows))
 
 
 def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, t0: float):
@@ -207,10 +229,11 @@ def chosen_literals(ctx: ModelCtx, solver) -> set[tuple]:
                                                              if solver.Value(v)}
 
 
-def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float):
-    """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset."""
+def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float, rows: set = frozenset()):
+    """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
+    the exact tile rows the solving model had gained (they may be what makes it infeasible)."""
     ctx = build_model(p, classes, objective=False)
-    _all_exchange_rows(ctx)
+    _same_rows(ctx, rows)
     ctx.m.AddAssumptions([g for g, _ in ctx.guards])
     solver = _params(opts, seconds, 1)
     status = solver.Solve(ctx.m)
@@ -220,14 +243,35 @@ def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float):
     return [idx[i] for i in solver.SufficientAssumptionsForInfeasibility() if i in idx], ctx
 
 
+def _same_rows(ctx: ModelCtx, rows: set) -> None:
+    """The lazily added rows of the model that was found infeasible: the core model is that model (a smaller
+    one than with every row, so the core comes quickly; every row is a true constraint either way)."""
+    from .exchange.tables import add_budget_row, add_fragment_row, add_table_row
+    from .memory.liveness import add_tile_row
+    for key in sorted(rows, key=repr):
+        if key[0] == "tables":
+            add_table_row(ctx, key[1], key[2])
+        elif key[0] == "frags":
+            add_fragment_row(ctx, key[1])
+        elif key[0] == "budget":
+            add_budget_row(ctx, key[1])
+        elif key[0] == "memory":
+            add_tile_row(ctx, key[1], key[2])
+
+
 def _all_exchange_rows(ctx: ModelCtx) -> None:
-    """The core is taken on the full model: every exchange row present."""
-    from .exchange.tables import add_fragment_row, add_table_row
+    """The core is taken with every exchange row present: each class's own tiles define its table bytes,
+    every other tile gets its table budget row, every tile its fragment row (all true constraints)."""
+    from .exchange.tables import add_budget_row, add_fragment_row, add_table_row
+    own = np.zeros(ctx.p.target.tiles, bool)
     for c in ctx.classes:
-        for t in c.covers:
+        own[c.tiles] = True
+        for t in c.tiles:
             add_table_row(ctx, c.index, int(t))
     for t in range(ctx.p.target.tiles):
         add_fragment_row(ctx, t)
+        if not own[t]:
+            add_budget_row(ctx, t)
 
 
 def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
@@ -253,10 +297,7 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
     choices = {}
     for op, impls in p.impls.items():
         i = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)
-        im = impls[i]
-        rec = {"impl": i, "label": im.label, **{k: v for k, v in im.fields.items() if k != "layout"}}
-        rec["output"] = layout_record(im.out)
-        choices[op] = rec
+        choices[op] = choice_record(impls[i], i)
     usage = tile_usage(p, chosen)
     std, il = usage[MemClass.STANDARD], usage[MemClass.INTERLEAVED]
     a = p.acct

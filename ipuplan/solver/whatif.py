@@ -2,7 +2,7 @@
 
 Batch and depth are searched by solving (doubling, then bisection between the largest FIT and the smallest
 INFEASIBLE seen); each probe's plan or verdict is written under DIR/what-if/<kind>-<value>/ and each FIT
-is re-verified by the independent checker. The search assumes more images or layers never need less
+is re-verified by the independent plan checker, each INFEASIBLE's certificate by the certificate checker. The search assumes more images or layers never need less
 memory, which holds for this catalogue (every buffer grows with both); the boundary pair itself is solved.
 Memory comes from the least-overflowing plan: its exact deficit added to the tile budget, confirmed by
 solving on a target with that much more SRAM.
@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..check import check_plan
+from ..check.certificate import check_certificate
 from ..source import load_yaml
+from .certificate import regenerate_catalogue
 from .driver import Job, run_solve
 
 
@@ -29,30 +31,45 @@ def job_from_doc(doc: dict) -> Job:
                             seed=o["seed"], relays=o.get("relays", True), table_budget=o.get("exchange_table_budget")))
 
 
-def _probe(job: Job, kind: str, value: int, out: Path, report) -> bool:
+def _verify(d: Path, doc: dict) -> str:
+    """Re-verify a probe's artefact with the independent checkers: 'plan checked', 'certificate checked
+    (<kind>)', or why there is none."""
+    if doc["verdict"] == "FIT":
+        if not check_plan(doc).ok:
+            raise RuntimeError(f"what-if probe {d} produced a plan the checker rejects")
+        return "plan checked"
+    if not (d / "certificate.json").exists():
+        return "no certificate (CP-SAT's verdict only)"
+    cert = json.loads((d / "certificate.json").read_text())
+    rep = check_certificate(cert, regenerate_catalogue(cert))
+    if not rep.ok:
+        raise RuntimeError(f"what-if probe {d}: certificate rejected: {rep.violations[0]}")
+    return f"certificate checked ({cert['kind']})"
+
+
+def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -> bool:
     j = dataclasses.replace(job, batch=value if kind == "batch" else job.batch,
                             layers=value if kind == "layers" else job.layers,
                             options=dataclasses.replace(job.options, batch=value if kind == "batch" else job.batch,
                                                         explain=False))
     d = out / f"{kind}-{value}"
     res, doc = run_solve(j, d)
-    fit = doc["verdict"] == "FIT"
-    if fit and not check_plan(doc).ok:
-        raise RuntimeError(f"what-if probe {d} produced a plan the checker rejects")
     if doc["verdict"] == "UNKNOWN":
         raise TimeoutError(f"{kind} {value}: time limit ran out")
+    evidence[value] = _verify(d, doc)
     if report:
-        report(f"{kind} {value}: {doc['verdict']}")
-    return fit
+        report(f"{kind} {value}: {doc['verdict']}, {evidence[value]}")
+    return doc["verdict"] == "FIT"
 
 
 def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64) -> dict:
     start = job.batch if kind == "batch" else job.layers
     known: dict[int, bool] = {}
+    evidence: dict[int, str] = {}
 
     def fits(v: int) -> bool:
         if v not in known:
-            known[v] = _probe(job, kind, v, out, report)
+            known[v] = _probe(job, kind, v, out, report, evidence)
         return known[v]
 
     lo, hi = 0, None  # largest FIT, smallest INFEASIBLE
@@ -82,6 +99,7 @@ def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None 
     return {"kind": kind, "largest_fit": lo or None, "smallest_infeasible": hi,
             "fit_dir": str(out / f"{kind}-{lo}") if lo else None,
             "infeasible_dir": str(out / f"{kind}-{hi}") if hi else None,
+            "fit_evidence": evidence.get(lo), "infeasible_evidence": evidence.get(hi),
             "probes": {str(k): ("FIT" if v else "INFEASIBLE") for k, v in sorted(known.items())}}
 
 
@@ -105,9 +123,18 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     if report:
         report(f"usable +{deficit:,} B: {fdoc['verdict']}")
     exact = ex["slack_lower_bound"] == deficit
+    below = None
+    if ok and exact and deficit > 1:  # the other side of the boundary: one byte less, with its certificate
+        bpath = tdir / "below.yaml"
+        bpath.write_text(text.replace(f"sram_bytes: {sram}", f"sram_bytes: {sram + deficit - 1}", 1))
+        jb = dataclasses.replace(job, target=str(bpath), options=dataclasses.replace(job.options, explain=False))
+        _, bdoc = run_solve(jb, tdir / "below")
+        below = {"verdict": bdoc["verdict"], "evidence": _verify(tdir / "below", bdoc), "dir": str(tdir / "below")}
+        if report:
+            report(f"usable +{deficit - 1:,} B: {below['verdict']}, {below['evidence']}")
     return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
             "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
-            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath)}
+            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below}
 
 
 def what_if(directory: Path, kind: str, report=None) -> dict:

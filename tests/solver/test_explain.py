@@ -31,8 +31,8 @@ def test_minimal_core_every_member_necessary(tmp_path):
     p = r.problem
     classes = tile_classes([p.vectors[i] for i in sorted({c.vec for c in p.contribs})], t.tiles)
     ctx = build_model(p, classes, objective=False)
-    from ipuplan.solver.solve import _all_exchange_rows
-    _all_exchange_rows(ctx)
+    from ipuplan.solver.solve import _same_rows
+    _same_rows(ctx, r.model_rows)
     lits = {info.name: v for v, info in ctx.guards}
     assert _status(ctx, [lits[c.name] for c in r.core], 30) == cp_model.INFEASIBLE
     for i in range(len(r.core)):
@@ -59,6 +59,9 @@ def test_what_if_memory_is_confirmed_by_a_fit(cli, tmp_path):
     assert r.code == 0, r.err
     w = json.loads(r.out)["what_if"]
     assert w["confirmed_fit"] and w["needs_usable_bytes"] > w["usable_bytes"]
+    if w["exact"]:
+        assert w["one_byte_less"]["verdict"] == "INFEASIBLE"
+        assert w["one_byte_less"]["evidence"].startswith("certificate checked")
 
 
 def test_what_if_batch_boundary_pair(cli, tmp_path):
@@ -72,3 +75,4 @@ def test_what_if_batch_boundary_pair(cli, tmp_path):
     assert lo and hi == lo + 1
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{lo}" / "plan.json").read_text())["verdict"] == "FIT"
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{hi}" / "verdict.json").read_text())["verdict"] == "INFEASIBLE"
+    assert w["fit_evidence"] == "plan checked" and w["infeasible_evidence"].startswith("certificate checked")

@@ -8,11 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT, TARGET
 from ipuplan.check import check_plan
+from ipuplan.check.certificate import check_certificate, digest
 
 SMALL = ROOT / "targets" / "small64.yaml"
 GOLDEN = ROOT / "tests" / "golden"
@@ -35,7 +36,11 @@ def _solve(cli, out: Path, *args) -> tuple[int, dict]:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from([16, 32, 64]), st.integers(1, 4), st.sampled_from([70_000, 90_000, 160_000, 638_976]))
-def test_fit_plans_pass_the_checker(cli, tmp_path, tiles, batch, sram):
+@example(16, 4, 70_000)  # INFEASIBLE: the certificate branch always runs
+@example(64, 2, 638_976)  # FIT
+def test_every_verdict_passes_its_checker(cli, tmp_path, tiles, batch, sram):
+    """Every FIT plan passes the plan checker; every INFEASIBLE certificate passes the certificate checker
+    and every tampered copy of it fails."""
     t = _target(tmp_path, tiles, sram)
     out = tmp_path / f"o{tiles}-{batch}-{sram}"
     code, doc = _solve(cli, out, MODELS / "vit-small.yaml", "--batch", batch, "--target", t, "--no-explain")
@@ -44,24 +49,45 @@ def test_fit_plans_pass_the_checker(cli, tmp_path, tiles, batch, sram):
         rep = check_plan(doc)
         assert rep.ok, rep.violations
         assert doc["peaks"]["total"]["bytes"] <= doc["accounting"]["usable_bytes"]
-    else:
-        assert doc["verdict"] == "INFEASIBLE" and doc["core"]["constraints"]
+        return
+    assert doc["verdict"] == "INFEASIBLE" and doc["core"]["constraints"]
+    cert = json.loads((out / "certificate.json").read_text())
+    rep = check_certificate(cert)
+    assert rep.ok, rep.violations
+    for name, bad in tampered(cert):
+        assert not check_certificate(bad).ok, name
+
+
+def tampered(cert: dict):
+    """Edited bytes (with and without a matching digest), a dropped row, other inputs."""
+    def fixed(c):
+        c["digest"] = digest(c)
+        return c
+    c = copy.deepcopy(cert)
+    c["batch"] += 1
+    yield "edited without digest", c
+    if cert["rows"]:
+        c = copy.deepcopy(cert)
+        c["rows"][0]["capacity"] += 8
+        yield "edited capacity", fixed(c)
+        c = copy.deepcopy(cert)
+        c["rows"][0]["cheapest_bytes"] += 8
+        yield "edited cheapest bytes", fixed(c)
+        if cert["rows_minimal"]:
+            c = copy.deepcopy(cert)
+            c["rows"] = c["rows"][1:]
+            yield "dropped row", fixed(c)
+    for what in ("model", "target"):
+        c = copy.deepcopy(cert)
+        c["inputs"][what]["sha256"] = "0" * 64
+        yield f"{what} hash", fixed(c)
 
 
 @pytest.fixture(scope="module")
 def small_plan(tmp_path_factory):
-    import sys
-    from ipuplan.cli import main
+    from tests_helpers import run_main
     out = tmp_path_factory.mktemp("plan")
-    old = sys.argv
-    sys.argv = ["ipuplan", "solve", str(MODELS / "vit-small.yaml"), "--batch", "2", "--target", str(SMALL),
-                "-o", str(out)]
-    try:
-        main()
-    except SystemExit as e:
-        assert e.code == 0
-    finally:
-        sys.argv = old
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "-o", out) == 0
     return json.loads((out / "plan.json").read_text())
 
 

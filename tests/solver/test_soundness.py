@@ -90,9 +90,11 @@ def problems(draw):
     support = int(rng.integers(0, 30))
     acct = Accounting(usable, support, int(rng.integers(support // 2, 90)), int(rng.integers(20, 200)), 8, "test",
                       int(rng.integers(10, 90)), int(rng.integers(3, 30)), bool(rng.random() < 0.7))
-    sched = SimpleNamespace(steps=[f"s{t}" for t in range(S)],
-                            buffers={"b0": SimpleNamespace(producer=ops[0]),
-                                     "b1": SimpleNamespace(producer=ops[min(1, n_ops - 1)])})
+    nothing = SimpleNamespace(nbytes=0)
+    sched = SimpleNamespace(steps=[f"s{t}" for t in range(S)], params={},
+                            buffers={"b0": SimpleNamespace(producer=ops[0], value=nothing, first=0, last=0),
+                                     "b1": SimpleNamespace(producer=ops[min(1, n_ops - 1)], value=nothing, first=0,
+                                                           last=0)})
     target = SimpleNamespace(tiles=T, clock_hz=1_500_000_000)
     return Problem(None, target, acct, sched, impls, edges, vectors, contribs, cycles, 7, homes, ties, 1, xcontribs)
 
@@ -152,6 +154,9 @@ def test_verdict_and_optimum_match_enumeration(p):
     if best is None:
         assert r.verdict is Verdict.INFEASIBLE
         assert r.core, "an infeasible problem names the constraints in conflict"
+        cert = r.certificate
+        assert cert is not None and cert["kind"] in ("counting", "farkas", "z3"), \
+            "the core's exact rows are proved infeasible on their own"
     else:
         assert r.verdict is Verdict.FIT
         assert r.plan["cycles"]["modeled"] == best

@@ -1,0 +1,114 @@
+"""INFEASIBLE certificates: written by solve, re-proved by `ipuplan check` with the checker's own code, each
+kind (counting, Farkas, z3) exercised, tampered certificates and foreign catalogues rejected."""
+
+from __future__ import annotations
+
+import copy
+from fractions import Fraction
+import json
+
+import pytest
+
+from conftest import MODELS, ROOT, TARGET
+from ipuplan.check.certificate import catalogue_digest, check_certificate, digest
+from ipuplan.solver.certificate import regenerate_catalogue
+
+SMALL = ROOT / "targets" / "small64.yaml"
+
+
+@pytest.fixture(scope="module")
+def memory_cert(tmp_path_factory):
+    """vit-small at batch 4 on 16 tiles of 80,000 B: does not fit; a Farkas certificate on one tile row."""
+    d = tmp_path_factory.mktemp("cert")
+    text = TARGET.read_text().replace("tiles: 1472", "tiles: 16").replace("sram_bytes: 638976", "sram_bytes: 80000")
+    t = d / "t16.yaml"
+    t.write_text(text.replace("region0_bytes: 212992", "region0_bytes: 26666"))
+    from tests_helpers import run_main
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "-o", d / "out") == 1
+    return d / "out"
+
+
+def _cert(d):
+    return json.loads((d / "certificate.json").read_text())
+
+
+def _fixed(c):
+    c["digest"] = digest(c)
+    return c
+
+
+def test_cli_check_verifies_the_certificate(cli, memory_cert):
+    r = cli("check", memory_cert)
+    assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out, r.out
+    c = _cert(memory_cert)
+    assert c["kind"] == "farkas" and c["rows"] and all(Fraction(r["weight"]) > 0 for r in c["rows"])
+    assert all(r["cheapest_bytes"] <= r["capacity"] for r in c["rows"]), "a Farkas row is not a counting bound"
+    assert c["scope"]["implementations"] == sum(len(v) for v in c["candidates"].values())
+
+
+def test_explain_names_tile_step_bytes_and_the_machine(cli, memory_cert):
+    r = cli("explain", memory_cert)
+    assert r.code == 0
+    assert "certificate: farkas" in r.out and "memory[tile" in r.out and "machine: parameters" in r.out
+    doc = json.loads(cli("explain", memory_cert, "--json").out)
+    cert = doc["core"]["certificate"]
+    assert cert["row_details"][0]["cheapest_by_group"], "the row lists its cheapest contributors"
+
+
+def test_a_foreign_catalogue_is_rejected(cli, memory_cert, tmp_path):
+    c = _cert(memory_cert)
+    op = next(k for k, v in c["candidates"].items() if len(v) > 1)
+    c["candidates"][op] = c["candidates"][op][:1]
+    c["scope"]["implementations"] -= len(_cert(memory_cert)["candidates"][op]) - 1
+    c["scope"]["catalogue_sha256"] = catalogue_digest(c["candidates"])
+    c = _fixed(c)
+    rep = check_certificate(c, regenerate_catalogue(c))
+    assert not rep.ok and "catalogue" in rep.violations[0]
+    (tmp_path / "certificate.json").write_text(json.dumps(c))
+    assert cli("check", tmp_path).code == 1
+
+
+def test_z3_reproves_the_same_rows(memory_cert):
+    c = _cert(memory_cert)
+    c.pop("farkas")
+    c["kind"] = "z3"
+    rep = check_certificate(_fixed(c))
+    assert rep.ok and any(line.startswith("z3:") for line in rep.lines), rep.violations
+
+
+def test_weights_that_do_not_prove_are_rejected(memory_cert):
+    c = _cert(memory_cert)
+    c["farkas"]["rules"] = {}
+    assert not check_certificate(_fixed(c)).ok
+
+
+def test_machine_statement_is_recomputed(memory_cert):
+    c = _cert(memory_cert)
+    assert c["machine"]["proves"], "16 tiles of 80,000 B cannot even hold vit-small's parameters"
+    c["machine"]["parameter_bytes"] += 1
+    rep = check_certificate(_fixed(c))
+    assert not rep.ok and "machine" in rep.violations[0]
+
+
+def test_table_budget_gives_a_counting_bound(cli, tmp_path):
+    out = tmp_path / "tb"
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "--exchange-table-budget", "64",
+            "--no-explain", "-o", out)
+    assert r.code == 1
+    c = _cert(out)
+    assert c["kind"] == "counting" and c["rows"][0]["kind"] == "tables"
+    assert c["rows"][0]["cheapest_bytes"] > c["rows"][0]["capacity"] == 64
+    assert cli("check", out).code == 0
+
+
+def test_check_without_certificate_is_bad_input(cli, memory_cert, tmp_path):
+    (tmp_path / "verdict.json").write_text((memory_cert / "verdict.json").read_text())
+    r = cli("check", tmp_path)
+    assert r.code == 2 and "certificate" in r.err
+
+
+def test_tampered_copies_fail(memory_cert):
+    from test_plans import tampered
+    c = _cert(memory_cert)
+    for name, bad in tampered(copy.deepcopy(c)):
+        assert not check_certificate(bad).ok, name
