@@ -276,8 +276,8 @@ def _print_certificate(c: dict) -> None:
     out.print(f"  certificate: {c['kind']} over {c['rows']} exact row(s), certificate.json "
               f"(`ipuplan check` re-proves it)", highlight=False)
     for r in c.get("row_details", []):
-        out.print(f"    {r['name']}: capacity {r['capacity']:,} B; the cheapest choice of every tensor alone "
-                  f"needs {r['cheapest_bytes']:,} B", markup=False, highlight=False)
+        out.print(f"    {r['name']}: capacity {r['capacity']:,} B; the cheapest choice of every op there (with the "
+                  f"parameter homes it brings) needs {r['cheapest_bytes']:,} B", markup=False, highlight=False)
         for g in r["cheapest_by_group"][:6]:
             out.print(f"      {g['bytes']:>9,} B  {g['group']} ({g['cheapest']})", markup=False, highlight=False)
     m = c.get("machine")

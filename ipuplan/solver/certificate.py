@@ -89,15 +89,24 @@ def edge_name(e) -> str:
 
 
 def cheapest(p: Problem, row: Row, gs=None) -> tuple[int, list[dict]]:
-    """The counting bound of a row and the group minima it is made of (largest first)."""
+    """The counting bound of a row and the group minima it is made of (largest first). A parameter's home
+    is charged to the first op that may stage it: whichever of that op's candidates stages the parameter
+    brings the home with it (it is live for the whole program), so the bound stays a lower bound."""
+    homes: dict[tuple, list[str]] = {}
+    for key, users in p.homes.items():
+        first = users[0][0]
+        for op, i in users:
+            if op == first and row.coef.get(("home", key), 0):
+                homes.setdefault(("impl", op, i), []).append(key)
     parts = []
     for name, g in (gs or groups(p)).items():
-        vals = [row.coef.get(k, 0) for k in g]
+        vals = [row.coef.get(k, 0) + sum(row.coef[("home", h)] for h in homes.get(k, ())) for k in g]
         if not vals:  # an op without candidates: no selection at all (z3 proves it from the rules alone)
             continue
         j = int(np.argmin(vals))
         if vals[j]:
-            parts.append({"group": name, "cheapest": _label(p, g[j]), "bytes": int(vals[j])})
+            label = _label(p, g[j]) + "".join(f" + home of {h}" for h in homes.get(g[j], ()))
+            parts.append({"group": name, "cheapest": label, "bytes": int(vals[j])})
     parts.sort(key=lambda d: -d["bytes"])
     return sum(d["bytes"] for d in parts), parts
 

@@ -18,7 +18,7 @@ SMALL = ROOT / "targets" / "small64.yaml"
 
 @pytest.fixture(scope="module")
 def memory_cert(tmp_path_factory):
-    """vit-small at batch 4 on 16 tiles of 80,000 B: does not fit; a Farkas certificate on one tile row."""
+    """vit-small at batch 4 on 16 tiles of 80,000 B: does not fit; a counting bound on one tile row."""
     d = tmp_path_factory.mktemp("cert")
     text = TARGET.read_text().replace("tiles: 1472", "tiles: 16").replace("sram_bytes: 638976", "sram_bytes: 80000")
     t = d / "t16.yaml"
@@ -41,15 +41,15 @@ def test_cli_check_verifies_the_certificate(cli, memory_cert):
     r = cli("check", memory_cert)
     assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out, r.out
     c = _cert(memory_cert)
-    assert c["kind"] == "farkas" and c["rows"] and all(Fraction(r["weight"]) > 0 for r in c["rows"])
-    assert all(r["cheapest_bytes"] <= r["capacity"] for r in c["rows"]), "a Farkas row is not a counting bound"
+    assert c["kind"] == "counting" and len(c["rows"]) == 1 and c["rows"][0]["kind"] == "memory"
+    assert c["rows"][0]["cheapest_bytes"] > c["rows"][0]["capacity"]
     assert c["scope"]["implementations"] == sum(len(v) for v in c["candidates"].values())
 
 
 def test_explain_names_tile_step_bytes_and_the_machine(cli, memory_cert):
     r = cli("explain", memory_cert)
     assert r.code == 0
-    assert "certificate: farkas" in r.out and "memory[tile" in r.out and "machine: parameters" in r.out
+    assert "certificate: counting" in r.out and "memory[tile" in r.out and "machine: parameters" in r.out
     doc = json.loads(cli("explain", memory_cert, "--json").out)
     cert = doc["core"]["certificate"]
     assert cert["row_details"][0]["cheapest_by_group"], "the row lists its cheapest contributors"
@@ -70,15 +70,44 @@ def test_a_foreign_catalogue_is_rejected(cli, memory_cert, tmp_path):
 
 def test_z3_reproves_the_same_rows(memory_cert):
     c = _cert(memory_cert)
-    c.pop("farkas")
     c["kind"] = "z3"
     rep = check_certificate(_fixed(c))
     assert rep.ok and any(line.startswith("z3:") for line in rep.lines), rep.violations
 
 
+def _as_farkas(c: dict) -> dict:
+    """The same row proved with Farkas weights from the builder's LP (scipy HiGHS)."""
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.certificate import Rows, farkas
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.target import load_target
+    p = build_problem(build_graph(load_model(c["inputs"]["model"]["path"]), c["batch"]),
+                      load_target(c["inputs"]["target"]["path"]), c["batch"])
+    r = c["rows"][0]
+    weights, mult, margin = farkas(p, [Rows(p).row(r["kind"], r["tile"], p.steps.index(r["step"]))])
+    c = copy.deepcopy(c)
+    c["kind"] = "farkas"
+    c["rows"][0]["weight"] = str(weights[0])
+    c["farkas"] = {"rules": {k: str(v) for k, v in mult.items()}, "margin": str(margin), "margin_float": float(margin)}
+    return _fixed(c)
+
+
+def test_farkas_weights_from_the_lp_are_reproved_exactly(memory_cert):
+    c = _as_farkas(_cert(memory_cert))
+    rep = check_certificate(c)
+    assert rep.ok and any(line.startswith("farkas:") for line in rep.lines), rep.violations
+    assert Fraction(c["farkas"]["margin"]) > 0
+
+
 def test_weights_that_do_not_prove_are_rejected(memory_cert):
-    c = _cert(memory_cert)
+    c = _as_farkas(_cert(memory_cert))
     c["farkas"]["rules"] = {}
+    assert not check_certificate(_fixed(c)).ok
+    c = _as_farkas(_cert(memory_cert))
+    c["farkas"]["rules"]["one:no such group"] = "1"
+    assert not check_certificate(_fixed(c)).ok
+    c = _as_farkas(_cert(memory_cert))
+    c["rows"][0]["weight"] = "-1"
     assert not check_certificate(_fixed(c)).ok
 
 
