@@ -313,13 +313,8 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     from .check.certificate import check_certificate
 
     d = Path(directory)
-    if (d / "plan.json").exists() or not (d / "certificate.json").exists():
-        if (d / "verdict.json").exists() and not (d / "plan.json").exists():
-            raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "
-                             "was found)", "re-run ipuplan solve with a longer --time-limit")
-        report = check_dir(d)
-        what = "CHECK PASSED"
-    else:
+    plan = (d / "plan.json").exists()
+    if not plan and (d / "certificate.json").exists():
         from .solver.certificate import regenerate_catalogue
         try:
             cert = json.loads((d / "certificate.json").read_text())
@@ -329,6 +324,12 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
                              "pass a directory ipuplan solve wrote for an INFEASIBLE verdict") from None
         report = check_certificate(cert, catalogue)
         what = "CERTIFICATE VERIFIED"
+    elif not plan and (d / "verdict.json").exists():
+        raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "
+                         "was found)", "re-run ipuplan solve with a longer --time-limit")
+    else:
+        report = check_dir(d)  # a missing plan.json is reported there
+        what = "CHECK PASSED"
     for line in report.lines:
         out.print(line, markup=False, highlight=False)
     if report.ok:

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..model import build_graph, load_model
-from ..plan import sha256
-from ..target import load_target
-from .plan import CheckReport
+from .plan import CheckReport, Limits, load_inputs
 from .space import Space, build_space
 
 FORMAT = "ipuplan-certificate/1"
@@ -34,33 +28,9 @@ def catalogue_digest(candidates: dict) -> str:
     return hashlib.sha256(json.dumps(candidates, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Per-tile capacities as the checker derives them from the target and the recorded options."""
-
-    usable: int
-    support: int
-    region0: int
-    region1: int
-    table_budget: int
-    fragment_limit: int
-    tables_in_memory: bool
-
-    @classmethod
-    def derive(cls, target, options: dict, nops: int) -> "Limits":
-        reserve = options.get("support_reserve")
-        budget = options.get("exchange_table_budget")
-        budget = target.exchange_table_bytes_max if budget is None else budget
-        if reserve is not None:
-            return cls(target.seeds_planned_data_bytes, reserve, target.region0_bytes, target.region1_usable_bytes,
-                       budget, target.exchange_fragments_max, False)
-        return cls(target.usable_bytes, target.code_bytes + target.superstep_bytes * nops, target.region0_bytes,
-                   target.region1_usable_bytes, budget, target.exchange_fragments_max, True)
-
-
 def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None) -> tuple[np.ndarray, int]:
     """(bytes or fragments each literal puts into the row, the row's capacity) for one tile and step."""
-    D, lit, first, last, is_il, X, F, xl = sp.matrices()
+    D, lit, first, last, is_il, X, F, xl = sp.arrays
     coef = np.zeros(len(sp.lits), np.int64)
     if kind in ("memory", "region1"):
         live = (first <= step) & (step <= last)
@@ -130,18 +100,10 @@ def check_certificate(cert: dict, catalogue: dict | None = None, z3_seconds: flo
         return rep
     if cert.get("digest") != digest(cert):
         rep.fail("certificate edited after it was written (digest mismatch)")
-    for what in ("model", "target"):
-        p = cert["inputs"][what]["path"]
-        if not Path(p).exists():
-            raise InputError(p, None, f"the certificate's {what} file is missing", "run check where solve ran")
-        if sha256(p) != cert["inputs"][what]["sha256"]:
-            rep.fail(f"{what} file {p} differs from the one certified (sha256 mismatch)")
-    if not rep.ok:
+    loaded = load_inputs(cert, rep, "certificate")
+    if loaded is None:
         return rep
-    spec = load_model(cert["inputs"]["model"]["path"]).with_options(
-        layers=cert["layers"], precision=cert["precision"], fuse_qkv=cert["fuse_qkv"])
-    target = load_target(cert["inputs"]["target"]["path"])
-    g = build_graph(spec, cert["batch"])
+    g, target = loaded
     cands = cert["candidates"]
     scope = cert["scope"]
     n = sum(len(v) for v in cands.values())
@@ -277,12 +239,3 @@ def machine_bound(sp: Space, g, target, lim: Limits) -> dict:
     have = target.tiles * (lim.usable - lim.support)
     return {"parameter_bytes": int(params), "live_activation_bytes": int(live[step]),
             "at": sp.prog.steps[step], "needs_bytes": need, "capacity_bytes": have, "proves": need > have}
-
-
-def check_certificate_dir(d: Path, catalogue: dict | None = None) -> CheckReport:
-    path = d / "certificate.json"
-    try:
-        cert = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(str(path), None, f"not valid JSON ({e})", "re-run ipuplan solve") from None
-    return check_certificate(cert, catalogue)

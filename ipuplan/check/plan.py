@@ -32,6 +32,46 @@ class CheckReport:
         self.lines.append("VIOLATION " + msg)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """Per-tile capacities as the checker derives them from the target and the recorded options."""
+
+    usable: int
+    support: int
+    region0: int
+    region1: int
+    table_budget: int
+    fragment_limit: int
+    tables_in_memory: bool
+
+    @classmethod
+    def derive(cls, target, options: dict, nops: int) -> "Limits":
+        reserve = options.get("support_reserve")
+        budget = options.get("exchange_table_budget")
+        budget = target.exchange_table_bytes_max if budget is None else budget
+        if reserve is not None:
+            return cls(target.seeds_planned_data_bytes, reserve, target.region0_bytes, target.region1_usable_bytes,
+                       budget, target.exchange_fragments_max, False)
+        return cls(target.usable_bytes, target.code_bytes + target.superstep_bytes * nops, target.region0_bytes,
+                   target.region1_usable_bytes, budget, target.exchange_fragments_max, True)
+
+
+def load_inputs(doc: dict, rep: CheckReport, what: str):
+    """The graph and target a plan or certificate (`what`) was made for, or None (and a violation) when either
+    file changed since; a missing file is bad input."""
+    for kind in ("model", "target"):
+        p = doc["inputs"][kind]["path"]
+        if not Path(p).exists():
+            raise InputError(p, None, f"the {what}'s {kind} file is missing", "run check where solve ran")
+        if sha256(p) != doc["inputs"][kind]["sha256"]:
+            rep.fail(f"{kind} file {p} differs from the one the {what} was made for (sha256 mismatch)")
+    if not rep.ok:
+        return None
+    spec = load_model(doc["inputs"]["model"]["path"]).with_options(
+        layers=doc["layers"], precision=doc["precision"], fuse_qkv=doc["fuse_qkv"])
+    return build_graph(spec, doc["batch"]), load_target(doc["inputs"]["target"]["path"])
+
+
 def check_dir(d: Path) -> CheckReport:
     path = d / "plan.json"
     if not path.exists():
@@ -48,18 +88,11 @@ def check_plan(plan: dict) -> CheckReport:
     if plan.get("format") != FORMAT or plan.get("verdict") != "FIT":
         rep.fail(f"not a FIT plan of format {FORMAT}")
         return rep
-    mpath, tpath = plan["inputs"]["model"]["path"], plan["inputs"]["target"]["path"]
-    for what, p in (("model", mpath), ("target", tpath)):
-        if not Path(p).exists():
-            raise InputError(p, None, f"the plan's {what} file is missing", "run check where solve ran")
-        if sha256(p) != plan["inputs"][what]["sha256"]:
-            rep.fail(f"{what} file {p} differs from the one planned (sha256 mismatch)")
-            return rep
-    spec = load_model(mpath).with_options(layers=plan["layers"], precision=plan["precision"],
-                                          fuse_qkv=plan["fuse_qkv"])
-    target = load_target(tpath)
+    loaded = load_inputs(plan, rep, "plan")
+    if loaded is None:
+        return rep
+    g, target = loaded
     batch = plan["batch"]
-    g = build_graph(spec, batch)
     T = target.tiles
     try:
         sp = build_space(g, target, batch, {k: [v] for k, v in plan["choices"].items()}, relays=True)
@@ -83,7 +116,7 @@ def check_plan(plan: dict) -> CheckReport:
     for a, b in sp.conflicts:
         rep.fail(f"carried value {a[1]} and body result {b[1]} have different layouts")
     sel = np.array([k in chosen for k in sp.lits], bool)
-    D, lit, first, last, is_il, X, F, xl = sp.matrices()
+    D, lit, first, last, is_il, X, F, xl = sp.arrays
     std = np.zeros((nsteps, T), np.int64)
     il = np.zeros((nsteps, T), np.int64)
     for k in np.flatnonzero(sel[lit]):
@@ -93,14 +126,12 @@ def check_plan(plan: dict) -> CheckReport:
 
     acc = plan["accounting"]
     usable, support = acc["usable_bytes"], acc["support_bytes"]
-    seeds = acc["mode"] == "seeds"
-    want = (target.seeds_planned_data_bytes, plan["options"]["support_reserve"]) if seeds else (
-        target.usable_bytes, target.code_bytes + target.superstep_bytes * len(ops))
-    if (usable, support) != want:
+    lim = Limits.derive(target, plan["options"], len(ops))
+    seeds = not lim.tables_in_memory
+    if (usable, support, acc["mode"]) != (lim.usable, lim.support, "seeds" if seeds else "modeled"):
         rep.fail(f"accounting {acc['mode']} does not follow from the target (usable {usable}, support {support})")
-    budget = plan["options"].get("exchange_table_budget")
-    budget = target.exchange_table_bytes_max if budget is None else budget
-    r0cap, r1cap = target.region0_bytes, target.region1_usable_bytes
+    budget = lim.table_budget
+    r0cap, r1cap = lim.region0, lim.region1
     steps = sp.prog.steps
     resident = 0 if seeds else tables[None, :]
     total = std + il + support + resident

@@ -6,6 +6,7 @@ no such selection satisfies a set of rows."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -145,18 +146,16 @@ class Space:
             self.tables.append(tab.astype(np.int64))
             self.frags.append((fs + fr).astype(np.int64))
 
-    def matrices(self):
+    @cached_property
+    def arrays(self):
         """(data [terms, tiles], literal per data term, first, last, is_interleaved, tables [x, tiles],
-        fragments [x, tiles], literal per exchange term) as arrays."""
-        if not hasattr(self, "_mats"):
-            T = self.tiles
-            D = np.stack(self.vecs) if self.vecs else np.zeros((0, T), np.int64)
-            meta = np.array([(li, f, la, m == "il") for li, m, f, la, _ in self.mem], np.int64).reshape(-1, 4)
-            X = np.stack(self.tables) if self.tables else np.zeros((0, T), np.int64)
-            F = np.stack(self.frags) if self.frags else np.zeros((0, T), np.int64)
-            self._mats = (D, meta[:, 0], meta[:, 1], meta[:, 2], meta[:, 3].astype(bool), X, F,
-                          np.array(self.xlit, np.int64))
-        return self._mats
+        fragments [x, tiles], literal per exchange term), built once the space is complete."""
+        T = self.tiles
+        D = np.stack(self.vecs) if self.vecs else np.zeros((0, T), np.int64)
+        meta = np.array([(li, f, la, m == "il") for li, m, f, la, _ in self.mem], np.int64).reshape(-1, 4)
+        X = np.stack(self.tables) if self.tables else np.zeros((0, T), np.int64)
+        F = np.stack(self.frags) if self.frags else np.zeros((0, T), np.int64)
+        return (D, meta[:, 0], meta[:, 1], meta[:, 2], meta[:, 3].astype(bool), X, F, np.array(self.xlit, np.int64))
 
 
 def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool) -> Space:

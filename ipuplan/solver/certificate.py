@@ -11,12 +11,12 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..check.certificate import catalogue_digest  # the format's hash; no constraint code is shared
 from ..plan import layout_record
 from .catalogue import Impl
 from .model import Guard
 from .problem import Problem
-
-FORMAT = "ipuplan-certificate/1"
+from .shrink import cpsat_conflicts, shrink
 
 
 def choice_record(im: Impl, i: int) -> dict:
@@ -26,8 +26,8 @@ def choice_record(im: Impl, i: int) -> dict:
     return rec
 
 
-def catalogue_records(p: Problem) -> dict[str, list[dict]]:
-    return {op: [choice_record(im, i) for i, im in enumerate(impls)] for op, impls in p.impls.items()}
+def catalogue_records(impls: dict[str, list[Impl]]) -> dict[str, list[dict]]:
+    return {op: [choice_record(im, i) for i, im in enumerate(v)] for op, v in impls.items()}
 
 
 @dataclass
@@ -55,6 +55,7 @@ class Rows:
         self.il = np.array([c.mem.value == "il" for c in p.contribs])
         self.X = np.stack([p.vectors[x.tables] for x in p.xcontribs]) if p.xcontribs else None
         self.F = np.stack([p.vectors[x.frags] for x in p.xcontribs]) if p.xcontribs else None
+        self.xl = [x.lit for x in p.xcontribs]
         self.caps = {"memory": a.usable - a.support, "region1": a.region1, "region0": a.region0 - a.support,
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
@@ -64,8 +65,7 @@ class Rows:
                 out[lit] = out.get(lit, 0) + int(v)
 
     def row(self, kind: str, tile: int, step: int | None = None) -> Row:
-        p, coef = self.p, {}
-        xl = [x.lit for x in p.xcontribs]
+        p, coef, xl = self.p, {}, self.xl
         if kind in ("memory", "region1"):
             live = (self.first <= step) & (step <= self.last) & (self.il if kind == "region1" else True)
             self._add(coef, [p.contribs[i].lit for i in np.flatnonzero(live)], self.D[live, tile])
@@ -148,7 +148,7 @@ def rows_from_core(p: Problem, classes, core: list[Guard], rows: Rows) -> list[R
         elif gd.family == "exchange" and tag == "tables":
             for t in by[info[1]].tiles:
                 add("tables", t)
-        elif gd.family == "exchange" and tag in ("budget",):
+        elif gd.family == "exchange" and tag == "budget":
             add("tables", info[1])
         elif gd.family == "exchange" and tag == "frags":
             add("fragments", info[1])
@@ -238,18 +238,16 @@ def farkas(p: Problem, rows: list[Row]):
     return (weights, mult, margin) if margin > 0 else None
 
 
-def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], proof, deadline: float):
+def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], deadline: float):
     """Drop rows while the rest still has a Farkas certificate: at the end every row is needed (without any
     one of them the LP relaxation has a fractional solution, so no weights exist)."""
-    i = 0
-    while i < len(keep) and len(keep) > 1 and time.perf_counter() < deadline:
-        trial = keep[:i] + keep[i + 1:]
-        f = farkas(p, [rows[j] for j in trial])
-        if f is None:
-            i += 1
-        else:
-            keep, proof = trial, f
-    return keep, proof, i >= len(keep) or len(keep) == 1
+    def conflicts(trial: list[int]):
+        if time.perf_counter() > deadline:
+            return None
+        return trial if farkas(p, [rows[j] for j in trial]) is not None else False
+
+    keep, done = shrink(keep, conflicts, chunked=False)
+    return keep, farkas(p, [rows[j] for j in keep]), done
 
 
 def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
@@ -270,35 +268,18 @@ def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
 
 def exact_core(p: Problem, rows: list[Row], seconds: float) -> tuple[list[int], bool] | None:
     """CP-SAT on the exact rows and the selection rules alone, one assumption literal per row: the rows it
-    needs, shrunk by deletion (chunks, halving to single rows) until each is necessary (second value: the
-    deletion finished). None: the rows do not conflict (or time ran out). A search aid; the certificate's
-    proof is Farkas or z3."""
+    needs, shrunk by deletion until each is necessary (second value: the deletion finished). None: the rows
+    do not conflict (or time ran out). A search aid; the certificate's proof is Farkas or z3."""
     deadline = time.perf_counter() + seconds
-    check = _row_model(p, rows, list(range(len(rows))), deadline)
-    keep = check(list(range(len(rows))))
+    keep = cpsat_conflicts(*_row_model(p, rows, range(len(rows))), deadline)(list(range(len(rows))))
     if keep is None or keep is False:
         return None
-    check = _row_model(p, rows, keep, deadline)  # a smaller model: only the rows still in question
-    chunk = max(1, len(keep) // 2)
-    while True:
-        i = 0
-        while i < len(keep):
-            trial = keep[:i] + keep[i + chunk:]
-            r = check(trial) if trial else False
-            if r is None:
-                return keep, False
-            if r is False:
-                i += chunk
-            else:
-                keep = r
-        if chunk == 1:
-            return keep, True
-        chunk = max(1, chunk // 2)
+    # a smaller model for the deletion: only the rows still in question
+    return shrink(keep, cpsat_conflicts(*_row_model(p, rows, keep), deadline))
 
 
-def _row_model(p: Problem, rows: list[Row], members: list[int], deadline: float):
-    """A CP-SAT model of the selection rules and rows[members] behind assumption literals, and a function
-    that answers, for a subset, None (time), False (satisfiable) or the subset trimmed to what conflicts."""
+def _row_model(p: Problem, rows: list[Row], members):
+    """A CP-SAT model of the selection rules and rows[members], each row behind an assumption literal."""
     from ortools.sat.python import cp_model
 
     m = cp_model.CpModel()
@@ -322,29 +303,13 @@ def _row_model(p: Problem, rows: list[Row], members: list[int], deadline: float)
         keys = [k for k, v in rows[i].coef.items() if v]
         m.Add(cp_model.LinearExpr.WeightedSum([b(k) for k in keys], [rows[i].coef[k] for k in keys])
               <= rows[i].cap).OnlyEnforceIf(guard[i])
-    index = {g.Index(): i for i, g in guard.items()}
-
-    def check(subset: list[int]):
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return None
-        m.ClearAssumptions()
-        m.AddAssumptions([guard[i] for i in subset])
-        s = cp_model.CpSolver()
-        s.parameters.num_workers = 1
-        s.parameters.max_time_in_seconds = left
-        st = s.Solve(m)
-        if st == cp_model.INFEASIBLE:
-            need = {index[v] for v in s.SufficientAssumptionsForInfeasibility() if v in index}
-            return [i for i in subset if i in need]
-        return False if st in (cp_model.FEASIBLE, cp_model.OPTIMAL) else None
-
-    return check
+    return m, guard
 
 
-def z3_core(p: Problem, rows: list[Row], seconds: float, shrink: bool = True) -> tuple[list[Row], bool] | None:
+def z3_core(p: Problem, rows: list[Row], seconds: float, shrink_rows: bool = True) -> tuple[list[int], bool] | None:
     """Re-prove the rows with z3 over the full selection structure (ties included); each row behind an
-    assumption, the unsat core is shrunk by deletion so that every remaining row is needed. None: not unsat."""
+    assumption, z3's unsat core is shrunk by deletion so that every remaining row is needed (second value:
+    the deletion finished). None: not unsat."""
     import z3
 
     deadline = time.perf_counter() + seconds
@@ -384,16 +349,7 @@ def z3_core(p: Problem, rows: list[Row], seconds: float, shrink: bool = True) ->
     keep = unsat(list(range(len(rows))))
     if keep is None or keep is False:
         return None
-    i = 0 if shrink else len(keep)
-    while i < len(keep):  # deletion: drop a row when the rest stays unsat
-        trial = unsat(keep[:i] + keep[i + 1:])
-        if trial is None:
-            break
-        if trial is False:
-            i += 1
-        else:
-            keep = trial
-    return [rows[i] for i in keep], i >= len(keep)
+    return shrink(keep, unsat, chunked=False) if shrink_rows else (keep, False)
 
 
 def machine_bound(p: Problem) -> dict:
@@ -415,10 +371,8 @@ def machine_bound(p: Problem) -> dict:
 def build_certificate(p: Problem, classes, core: list[Guard], seconds: float) -> dict:
     """The certificate body (without inputs and digest): scope, rows, kind and proof data. `kind` is None
     when no proof was found within `seconds` (the verdict then rests on CP-SAT alone, said so)."""
-    from ..check.certificate import catalogue_digest  # the format's hash, not a constraint
-
     t0 = time.perf_counter()
-    cands = catalogue_records(p)
+    cands = catalogue_records(p.impls)
     n = sum(len(v) for v in cands.values())
     body = {
         "scope": {"implementations": n, "per_op": {op: len(v) for op, v in cands.items()},
@@ -443,14 +397,14 @@ def build_certificate(p: Problem, classes, core: list[Guard], seconds: float) ->
     found = exact_core(p, cand, left() / 2)
     need, minimal = found if found else (list(range(len(cand))), False)
     sub = [cand[i] for i in need]
-    if sub and (f := farkas(p, sub)) is not None:
-        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, f, time.perf_counter() + left() / 2)
+    if sub and farkas(p, sub) is not None:
+        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, time.perf_counter() + left() / 2)
         body.update(kind="farkas", rows=[_row_doc(p, cand[i], low[i], w) for i, w in zip(keep, weights) if w > 0],
                     rows_minimal=done,
                     farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
                             "margin_float": float(margin)})
-    elif found and (proof := z3_core(p, sub, left(), shrink=not minimal)):
-        body.update(kind="z3", rows=[_row_doc(p, r, low[cand.index(r)], None) for r in proof[0]],
+    elif found and (proof := z3_core(p, sub, left(), shrink_rows=not minimal)):
+        body.update(kind="z3", rows=[_row_doc(p, sub[i], low[need[i]], None) for i in proof[0]],
                     rows_minimal=minimal or proof[1])
     else:
         body.update(kind=None, rows=[_row_doc(p, r, lw, None) for r, lw in zip(cand, low)], rows_minimal=False)
@@ -476,5 +430,5 @@ def regenerate_catalogue(cert: dict) -> dict[str, list[dict]]:
     spec = load_model(cert["inputs"]["model"]["path"]).with_options(
         layers=cert["layers"], precision=cert["precision"], fuse_qkv=cert["fuse_qkv"])
     g = build_graph(spec, cert["batch"])
-    impls = build_catalogue(Ctx(load_target(cert["inputs"]["target"]["path"]), build_schedule(g), cert["batch"]))
-    return {op: [choice_record(im, i) for i, im in enumerate(v)] for op, v in impls.items()}
+    return catalogue_records(build_catalogue(Ctx(load_target(cert["inputs"]["target"]["path"]), build_schedule(g),
+                                                 cert["batch"])))

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model import build_graph, load_model
-from ..check.certificate import digest
+from ..check.certificate import FORMAT as CERT_FORMAT, digest
 from ..plan import FORMAT, sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
@@ -110,8 +110,7 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
 
 def write_certificate(path: Path, doc: dict, body: dict) -> None:
     """certificate.json: the verdict's inputs and options, the certificate body, and its digest."""
-    from .certificate import FORMAT as CERT
-    cert = {"format": CERT, "verdict": "INFEASIBLE",
+    cert = {"format": CERT_FORMAT, "verdict": "INFEASIBLE",
             **{k: doc[k] for k in ("model", "batch", "layers", "precision", "fuse_qkv", "inputs")},
             "options": {k: doc["options"][k] for k in ("support_reserve", "relays", "exchange_table_budget")},
             **body}

@@ -11,67 +11,15 @@ from ortools.sat.python import cp_model
 
 from .model import Guard, ModelCtx
 from .problem import Problem
+from .shrink import cpsat_conflicts, shrink
 
 
 def minimize_core(ctx: ModelCtx, core: list[Guard], seconds: float) -> tuple[list[Guard], bool]:
     """Shrink a core: trim to CP-SAT's sufficient assumptions, then delete chunks (halving down to single
     members) whenever the rest stays infeasible. When it completes (second value True) every member is
     necessary: removing any one leaves a satisfiable sub-problem."""
-    by_name = {info.name: g for g, info in ctx.guards}
-    by_index = {g.Index(): info for g, info in ctx.guards}
-    keep = list(core)
-    deadline = time.perf_counter() + seconds
-
-    def infeasible(members: list[Guard]):
-        """None when unknown (time ran out), else (is_infeasible, members trimmed to a sufficient set)."""
-        left = deadline - time.perf_counter()
-        if left <= 0:
-            return None
-        st, s = _solve(ctx, [by_name[g.name] for g in members], left)
-        if st == cp_model.INFEASIBLE:
-            sub = [by_index[i] for i in s.SufficientAssumptionsForInfeasibility() if i in by_index]
-            return True, (sub if sub and len(sub) < len(members) else members)
-        if st in (cp_model.FEASIBLE, cp_model.OPTIMAL):
-            return False, members
-        return None
-
-    chunk = max(1, len(keep) // 2)
-    while True:
-        i = 0
-        while i < len(keep):
-            trial = keep[:i] + keep[i + chunk:]
-            r = infeasible(trial) if trial else (False, trial)
-            if r is None:
-                return keep, False
-            if r[0]:
-                keep = r[1]
-            else:
-                i += chunk
-        if chunk == 1:
-            return keep, True
-        chunk = max(1, chunk // 2)
-
-
-def _solve(ctx: ModelCtx, assumptions, seconds: float):
-    ctx.m.ClearAssumptions()
-    ctx.m.AddAssumptions(assumptions)
-    s = cp_model.CpSolver()
-    s.parameters.num_workers = 1
-    s.parameters.max_time_in_seconds = seconds
-    return s.Solve(ctx.m), s
-
-
-def _status(ctx: ModelCtx, assumptions, seconds: float):
-    return _solve(ctx, assumptions, seconds)[0]
-
-
-def _group_of(lit: tuple, p: Problem) -> str:
-    if lit[0] == "impl":
-        return lit[1]
-    if lit[0] == "pair":
-        e = p.edges[lit[1]]
-        return f"{e.buf} -> {e.consumer}"
-    return f"{lit[1]} (home)"
+    lit_of = {info: g for g, info in ctx.guards}
+    return shrink(list(core), cpsat_conflicts(ctx.m, lit_of, time.perf_counter() + seconds))
 
 
 def _bytes_at(p: Problem, tile: int, step: int, tables_in_memory: bool) -> dict[tuple, int]:

@@ -259,21 +259,6 @@ def _same_rows(ctx: ModelCtx, rows: set) -> None:
             add_tile_row(ctx, key[1], key[2])
 
 
-def _all_exchange_rows(ctx: ModelCtx) -> None:
-    """The core is taken with every exchange row present: each class's own tiles define its table bytes,
-    every other tile gets its table budget row, every tile its fragment row (all true constraints)."""
-    from .exchange.tables import add_budget_row, add_fragment_row, add_table_row
-    own = np.zeros(ctx.p.target.tiles, bool)
-    for c in ctx.classes:
-        own[c.tiles] = True
-        for t in c.tiles:
-            add_table_row(ctx, c.index, int(t))
-    for t in range(ctx.p.target.tiles):
-        add_fragment_row(ctx, t)
-        if not own[t]:
-            add_budget_row(ctx, t)
-
-
 def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
     """[steps, tiles] live bytes per memory class for the chosen literals (all tiles, no classes)."""
     T, n = p.target.tiles, len(p.steps)

@@ -15,10 +15,19 @@ def _target(tmp_path, tiles, sram, region0=None):
     return p
 
 
+def _status(ctx, assumptions, seconds):
+    from ortools.sat.python import cp_model
+    ctx.m.ClearAssumptions()
+    ctx.m.AddAssumptions(assumptions)
+    s = cp_model.CpSolver()
+    s.parameters.num_workers = 1
+    s.parameters.max_time_in_seconds = seconds
+    return s.Solve(ctx.m)
+
+
 def test_minimal_core_every_member_necessary(tmp_path):
     """Removing any member of the reported core leaves a feasible sub-problem."""
     from ipuplan.model import build_graph, load_model
-    from ipuplan.solver.explain import _status
     from ipuplan.solver.solve import SolveOptions, Verdict, build_model, solve
     from ipuplan.solver.classes import tile_classes
     from ipuplan.target import load_target
