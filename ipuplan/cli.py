@@ -15,8 +15,8 @@ from .errors import ArrayInputError, InputError, IpuplanError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Provable memory planning of vision transformers on IPU21-class tiles.")
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 DEFAULT_TARGET = "targets/c600.yaml"
 
 
@@ -117,8 +117,12 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           batch: int = typer.Option(1, "--batch", "-b", help="images per batch"),
           layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
           target: Optional[str] = typer.Option(None, "--target", help="target YAML (default targets/c600.yaml)"),
-          time_limit: float = typer.Option(120.0, "--time-limit", help="seconds for the whole solve"),
+          time_limit: float = typer.Option(600.0, "--time-limit",
+                                           help="wall-clock seconds; an unfinished answer becomes UNKNOWN"),
+          effort: float = typer.Option(120.0, "--effort",
+                                       help="deterministic seconds of search (decides the answer, not the machine)"),
           seed: int = typer.Option(0, "--seed", help="solver seed (same inputs + seed = same plan)"),
+          headroom: int = typer.Option(0, "--headroom", help="bytes per tile left free on top of the plan"),
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
           no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relay tiles"),
@@ -135,17 +139,16 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
 
     spec_name = Path(model).stem
     out_dir = Path(output or f"out/{spec_name}-b{batch}")
-    if time_limit <= 0:
-        raise InputError("--time-limit", None, f"{time_limit} is not positive", "give seconds > 0")
+    if time_limit <= 0 or effort <= 0:
+        raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
     if strategy not in ("cpsat", "beam"):
         raise InputError("--strategy", None, f"{strategy!r} is not a strategy", "valid: cpsat, beam")
-    for name, v in (("--support-reserve", support_reserve), ("--exchange-table-budget", table_budget)):
-        if v is not None and v < 0:
-            raise InputError(name, None, f"{v} is negative", "give bytes >= 0")
-    job = Job(model, _target_path(target), _batch(batch), layers,
-              options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, seed=seed,
-                                   relays=not no_relay, table_budget=table_budget, explain=not no_explain,
-                                   strategy=strategy))
+    tpath = _target_path(target)
+    _solve_option_ranges(tpath, support_reserve, table_budget, headroom)
+    job = Job(model, tpath, _batch(batch), layers,
+              options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, effort=effort,
+                                   seed=seed, relays=not no_relay, table_budget=table_budget, headroom=headroom,
+                                   explain=not no_explain, strategy=strategy))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:
@@ -153,6 +156,20 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     else:
         _print_verdict(doc, out_dir)
     raise typer.Exit(result.verdict.exit_code)
+
+
+def _solve_option_ranges(target_path: str, support_reserve, table_budget, headroom) -> None:
+    """The options a plan or certificate may be made for (the checkers accept the same ranges)."""
+    from .target import load_target
+    t = load_target(target_path)
+    if support_reserve is not None and not 0 <= support_reserve < t.seeds_planned_data_bytes:
+        raise InputError("--support-reserve", None, f"{support_reserve:,} is out of range",
+                         f"valid: 0..{t.seeds_planned_data_bytes - 1:,} (inside the seeds' planned-data budget)")
+    if table_budget is not None and not 1 <= table_budget <= t.exchange_table_bytes_max:
+        raise InputError("--exchange-table-budget", None, f"{table_budget:,} is out of range",
+                         f"valid: 1..{t.exchange_table_bytes_max:,} (the target's limit)")
+    if not 0 <= headroom < t.usable_bytes:
+        raise InputError("--headroom", None, f"{headroom:,} is out of range", f"valid: 0..{t.usable_bytes - 1:,}")
 
 
 def _print_verdict(doc: dict, out_dir: Path) -> None:
@@ -168,6 +185,10 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                       f"(gap {c['gap'] * 100:.2f}%)")
         for k in ("total", "region0", "region1", "interleaved"):
             out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
+        sl = doc["slack"]
+        out.print(f"  slack {sl['bytes']:,} B free on the fullest tile ({sl['tile']}, at {sl['step']}); "
+                  f"{sl['tiles_under_8k']:,} tiles keep under 8 KiB" + (f"; headroom {sl['headroom']:,} B requested"
+                                                                        if sl["headroom"] else ""), highlight=False)
         x = doc["exchange"]
         tb, fr = x["tables"], x["fragments"]
         out.print(f"  exchange tables {tb['bytes']:,} B on tile {tb['tile']} (limit {tb['limit']:,}, margin "
@@ -176,12 +197,20 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                   f"{fr['margin']:,}; largest superstep {fr['largest_superstep']}); relays: {len(x['relays'])}",
                   highlight=False)
         a = doc["accounting"]
-        what = "code, runtime and superstep words" if a["mode"] == "modeled" else "the seeds' fixed support reserve"
-        out.print(f"  usable {a['usable_bytes']:,} B per tile; region 0 holds {a['support_bytes']:,} B of {what}",
-                  highlight=False)
+        what = ("fixed reservations, code and program" if a["mode"] == "modeled" else "the seeds' fixed support reserve")
+        out.print(f"  usable {a['usable_bytes']:,} B per tile; region 0 holds {a['support_bytes']:,} B of {what}; "
+                  f"plan checked by the independent checker", highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}")
+    elif v == "INFEASIBLE" and "core" not in doc:
+        m = doc["machine"]
+        out.print(f"[bold red]INFEASIBLE[/]  {head}: parameters and live activations need {m['needs_bytes']:,} B, "
+                  f"the target holds {m['capacity_bytes']:,} B on all tiles: no compiler can fit this on one "
+                  f"{doc['target']}", highlight=False)
+        out.print(f"  machine bound: parameters {m['parameter_bytes']:,} B + live activations "
+                  f"{m['live_activation_bytes']:,} B at {m['at']}; `ipuplan check {out_dir}` re-derives it",
+                  highlight=False)
     elif v == "INFEASIBLE":
-        out.print(f"[bold red]INFEASIBLE[/]  {head} (within the catalogue)")
+        out.print(f"[bold red]INFEASIBLE[/]  {head} (no combination of the catalogued implementations fits)")
         core = doc["core"]
         out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
         for name in core["constraints"][:12]:
@@ -205,8 +234,7 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         out.print(f"[bold yellow]REJECTED[/]  {head}: the beam search kept no plan; this is not a proof "
                   f"({doc['rejection'].get('screened_out', 0):,} candidates screened out)")
     else:
-        out.print(f"[bold yellow]UNKNOWN[/]  {head}: the time limit ran out before a verdict "
-                  f"({doc['solver']['status']})")
+        out.print(f"[bold yellow]UNKNOWN[/]  {head}: {doc['unknown']['reason']}", highlight=False)
 
 
 @app.command()
@@ -315,14 +343,12 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     d = Path(directory)
     plan = (d / "plan.json").exists()
     if not plan and (d / "certificate.json").exists():
-        from .solver.certificate import regenerate_catalogue
         try:
             cert = json.loads((d / "certificate.json").read_text())
-            catalogue = regenerate_catalogue(cert)
-        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError(str(d / "certificate.json"), None, f"not a readable certificate ({e})",
                              "pass a directory ipuplan solve wrote for an INFEASIBLE verdict") from None
-        report = check_certificate(cert, catalogue)
+        report = check_certificate(cert)
         what = "CERTIFICATE VERIFIED"
     elif not plan and (d / "verdict.json").exists():
         raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "

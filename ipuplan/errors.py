@@ -69,5 +69,11 @@ class ArrayInputError(InputError):
     """A numpy input (pixels) has the wrong shape or dtype."""
 
 
+class Unfinished(IpuplanError):
+    """A question whose answer needs a verdict that came back UNKNOWN (exit code 3)."""
+
+    exit_code = 3
+
+
 class IRError(IpuplanError):
     """The IR violates an invariant: a bug in a transformation, never user input."""

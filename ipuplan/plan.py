@@ -1,31 +1,23 @@
-"""plan.json: the FIT plan as data (choices, peaks, cycles, sizes, input hashes) shared by solver and checker."""
+"""plan.json helpers shared by solver and checker: input hashes, peaks, region usage, JSON writing."""
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 from pathlib import Path
 
 import numpy as np
 
-FORMAT = "ipuplan-plan/1"
+from .formats import PLAN as FORMAT  # noqa: F401 (the plan format name)
 
 
 def sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def layout_record(lay) -> dict:
-    """A layout as plain fields (enums by value)."""
-    d = dataclasses.asdict(lay)
-    d["mem"] = lay.mem.value
-    return d
-
-
 def region_usage(std: np.ndarray, il: np.ndarray, support, region0: int) -> tuple[np.ndarray, np.ndarray]:
     """Bytes in region 0 and region 1 when standard data fills region 0's free space first; `support`
-    (code, runtime, exchange tables) may be a per-tile vector."""
+    (fixed reservations, code, program, exchange tables) may be a per-tile vector."""
     in0 = np.minimum(std, np.maximum(0, region0 - support))
     return support + in0, il + (std - in0)
 

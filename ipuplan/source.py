@@ -114,7 +114,8 @@ class Field:
 
 
 def _type_name(t: type) -> str:
-    return {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping"}[t]
+    return {int: "an integer", float: "a number", str: "a string", bool: "true or false", dict: "a mapping",
+            list: "a list"}[t]
 
 
 def read_fields(node: Node, fields: Sequence[Field], error: Callable[..., Exception], prefix: str = "",
@@ -145,6 +146,11 @@ def read_fields(node: Node, fields: Sequence[Field], error: Callable[..., Except
             values[f.key] = sub
             if not sub.is_mapping:
                 raise error(sub.loc, full, f"expected a mapping, got {sub.value!r}", f.help)
+            continue
+        if f.kind is list:
+            values[f.key] = sub
+            if not isinstance(sub.value, list):
+                raise error(sub.loc, full, "expected a list", f.help)
             continue
         v = sub.value
         ok = isinstance(v, f.kind) and not (f.kind in (int, float) and isinstance(v, bool))

@@ -6,13 +6,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import Loc, TargetError
-from .source import Field, load_yaml, read_fields
+from .layout.transfer import Encoding
+from .source import Field, Node, load_yaml, read_fields
 
 _TOP = (
     Field("target", str, "the target's name"),
     Field("tiles", int, "number of tiles", lo=1, hi=1 << 16),
     Field("memory", dict, "per-tile SRAM facts"),
-    Field("exchange", dict, "exchange limits and bandwidth"),
+    Field("memory_map", dict, "tile memory map: base, limits, code window, fixed reservations"),
+    Field("exchange", dict, "exchange limits, bandwidth and instruction encoding"),
+    Field("program", dict, "supervisor program and vertex descriptor sizes"),
     Field("compute", dict, "worker and GEMM throughput facts"),
 )
 _MEMORY = (
@@ -23,18 +26,40 @@ _MEMORY = (
     Field("region1_element_bytes", int, "effective memory-element size of region 1", lo=1, hi=1 << 20),
     Field("seeds_planned_data_bytes", int, "the seeds' planned-data budget per tile", lo=0, hi=1 << 26),
     Field("seeds_support_reserve_bytes", int, "the seeds' fixed support reserve per tile", lo=0, hi=1 << 26),
-    Field("code_bytes", int, "code, runtime and host descriptors in region 0 per tile", lo=0, hi=1 << 26),
+)
+_MAP = (
+    Field("base", int, "first tile-local address", lo=0, hi=1 << 32),
+    Field("executable_limit", int, "end of region 0 (instructions execute below it)", lo=0, hi=1 << 32),
+    Field("loadable_limit", int, "end of the loadable SRAM", lo=0, hi=1 << 32),
+    Field("code_window", list, "[start, end) reserved for linked code"),
+    Field("table_guard_bytes", int, "fetch lookahead past the exchange tables", lo=0, hi=1 << 16),
+    Field("reservations", list, "fixed runtime reservations: {name, start, end, source}"),
+)
+_RESERVATION = (
+    Field("name", str, "what the range holds"),
+    Field("start", int, "first address", lo=0, hi=1 << 32),
+    Field("end", int, "address after the last byte", lo=0, hi=1 << 32),
+    Field("source", str, "where the fact comes from"),
 )
 _EXCHANGE = (
     Field("table_bytes_max", int, "encoded exchange bytes per tile", lo=0, hi=1 << 26),
-    Field("fragments_max", int, "transfer fragments per tile", lo=0, hi=1 << 24),
+    Field("fragments_max", int, "transfer pieces per tile", lo=0, hi=1 << 24),
     Field("bytes_per_cycle", int, "exchange bytes per cycle per tile", lo=1, hi=1024),
-    Field("fragment_cycles", int, "cycles per transfer fragment", lo=0, hi=1 << 16),
+    Field("fragment_cycles", int, "cycles per transfer piece", lo=0, hi=1 << 16),
     Field("sync_cycles", int, "cycles per exchange superstep", lo=0, hi=1 << 24),
-    Field("send_fragment_bytes", int, "encoded bytes per sent run", lo=0, hi=1024),
-    Field("recv_fragment_bytes", int, "encoded bytes per received run", lo=0, hi=1024),
-    Field("superstep_bytes", int, "encoded bytes per tile per exchange superstep", lo=0, hi=1 << 16),
-    Field("patch_word_bytes", int, "bytes per Repeat address patch word", lo=0, hi=1024),
+    Field("instruction_bytes", int, "bytes per exchange instruction word", lo=1, hi=64),
+    Field("transfer_max_words", int, "words one physical transfer carries", lo=1, hi=1 << 20),
+    Field("send_max_words", int, "words of one `send` instruction", lo=1, hi=1 << 20),
+    Field("sendoff_max_words", int, "words of one `sendoff` continuation", lo=1, hi=1 << 20),
+    Field("send_delay_words", int, "delay words before each piece sent", lo=0, hi=64),
+    Field("recv_piece_words", int, "instruction words per piece received", lo=0, hi=64),
+    Field("row_words", int, "instruction words per tile per exchange row", lo=0, hi=1024),
+)
+_PROGRAM = (
+    Field("compute_set_words", int, "supervisor words per compute set per tile", lo=0, hi=1 << 16),
+    Field("exchange_words", int, "supervisor words per exchange superstep per tile", lo=0, hi=1 << 16),
+    Field("vertex_words", int, "descriptor words per vertex besides its fields", lo=0, hi=1 << 16),
+    Field("runtime_code_bytes", int, "supervisor runtime code per tile", lo=0, hi=1 << 24),
 )
 _COMPUTE = (
     Field("workers", int, "worker threads per tile", lo=1, hi=64),
@@ -52,6 +77,41 @@ _BY_PRECISION_ACC = (Field("f16", str, "accumulator for F16 operands", choices=(
 
 
 @dataclass(frozen=True)
+class Reservation:
+    """A fixed range of every tile's memory that the runtime owns."""
+
+    name: str
+    start: int
+    end: int
+    source: str
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class MemoryMap:
+    """Tile-local addresses: SRAM [base, base + sram), region 0 [base, executable_limit), the code window,
+    the runtime's fixed reservations."""
+
+    base: int
+    executable_limit: int
+    loadable_limit: int
+    code_window: tuple[int, int]
+    table_guard_bytes: int
+    reservations: tuple[Reservation, ...]
+
+    @property
+    def fixed_bytes(self) -> int:
+        return sum(r.size for r in self.reservations)
+
+    @property
+    def code_window_bytes(self) -> int:
+        return self.code_window[1] - self.code_window[0]
+
+
+@dataclass(frozen=True)
 class Target:
     """Machine facts for one accelerator; `locs` maps dotted keys to their place in the YAML."""
 
@@ -64,16 +124,18 @@ class Target:
     region1_element_bytes: int
     seeds_planned_data_bytes: int
     seeds_support_reserve_bytes: int
-    code_bytes: int
+    memory_map: MemoryMap
     exchange_table_bytes_max: int
     exchange_fragments_max: int
     exchange_bytes_per_cycle: int
     exchange_fragment_cycles: int
     exchange_sync_cycles: int
-    send_fragment_bytes: int
-    recv_fragment_bytes: int
-    superstep_bytes: int
-    patch_word_bytes: int
+    instruction_bytes: int
+    encoding: Encoding
+    compute_set_words: int
+    exchange_words: int
+    vertex_words: int
+    runtime_code_bytes: int
     workers: int
     clock_hz: int
     amp_macs_per_cycle: dict[str, int]
@@ -92,8 +154,40 @@ class Target:
     def region1_usable_bytes(self) -> int:
         return self.usable_bytes - self.region0_bytes
 
+    @property
+    def fixed_region0_bytes(self) -> int:
+        """Region-0 bytes no plan can use for data: the runtime's reservations and the code window."""
+        return self.memory_map.fixed_bytes + self.memory_map.code_window_bytes
+
     def __hash__(self) -> int:
         return hash((self.name, self.tiles, self.sram_bytes, self.region0_bytes, self.path))
+
+
+def _memory_map(node: Node, base_locs: dict) -> MemoryMap:
+    v, loc = read_fields(node, _MAP, TargetError, "memory_map.")
+    cw = v["code_window"]
+    vals = [x.value for x in cw.value]
+    if len(vals) != 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in vals) or vals[0] >= vals[1]:
+        raise TargetError(cw.loc, "memory_map.code_window", "is not [start, end) with start < end",
+                          "write [0x4c018, 0x50000]")
+    res = []
+    for i, item in enumerate(v["reservations"].value):
+        r, rl = read_fields(item, _RESERVATION, TargetError, f"memory_map.reservations[{i}].")
+        if r["end"] <= r["start"]:
+            raise TargetError(rl["end"], f"memory_map.reservations[{i}].end", "is not after start",
+                              "each reservation is [start, end) with start < end")
+        res.append(Reservation(r["name"], r["start"], r["end"], r["source"]))
+    spans = sorted([(r.start, r.end, r.name) for r in res] + [(vals[0], vals[1], "code window")])
+    for (a0, a1, an), (b0, b1, bn) in zip(spans, spans[1:]):
+        if b0 < a1:
+            raise TargetError(v["reservations"].loc, "memory_map.reservations", f"{an} and {bn} overlap",
+                              "fixed ranges must be disjoint")
+    if spans[0][0] < v["base"] or spans[-1][1] > v["executable_limit"]:
+        raise TargetError(v["reservations"].loc, "memory_map.reservations", "a fixed range lies outside region 0",
+                          "reservations and the code window lie in [base, executable_limit)")
+    base_locs.update({f"memory_map.{k}": x for k, x in loc.items()})
+    return MemoryMap(v["base"], v["executable_limit"], v["loadable_limit"], (vals[0], vals[1]),
+                     v["table_guard_bytes"], tuple(res))
 
 
 def load_target(path: str | Path) -> Target:
@@ -102,36 +196,50 @@ def load_target(path: str | Path) -> Target:
     top, tl = read_fields(root, _TOP, TargetError)
     mem, ml = read_fields(top["memory"], _MEMORY, TargetError, "memory.")
     exc, el = read_fields(top["exchange"], _EXCHANGE, TargetError, "exchange.")
+    prog, pl = read_fields(top["program"], _PROGRAM, TargetError, "program.")
     cmp_, cl = read_fields(top["compute"], _COMPUTE, TargetError, "compute.")
     macs, _ = read_fields(cmp_["amp_macs_per_cycle"], _BY_PRECISION_INT, TargetError, "compute.amp_macs_per_cycle.")
     acc, _ = read_fields(cmp_["accumulation"], _BY_PRECISION_ACC, TargetError, "compute.accumulation.")
     locs = {k: v for k, v in tl.items()}
     locs.update({f"memory.{k}": v for k, v in ml.items()})
     locs.update({f"exchange.{k}": v for k, v in el.items()})
+    locs.update({f"program.{k}": v for k, v in pl.items()})
     locs.update({f"compute.{k}": v for k, v in cl.items()})
+    mm = _memory_map(top["memory_map"], locs)
     if mem["unloadable_tail_bytes"] >= mem["sram_bytes"]:
         raise TargetError(ml["unloadable_tail_bytes"], "memory.unloadable_tail_bytes",
                           "is not smaller than sram_bytes", "the unloadable tail is a small suffix of SRAM")
     if mem["region0_bytes"] >= mem["sram_bytes"] - mem["unloadable_tail_bytes"]:
         raise TargetError(ml["region0_bytes"], "memory.region0_bytes", "leaves no room for region 1",
                           "region 0 must be smaller than the usable SRAM")
+    for key, want, got in (("region0_bytes", mm.executable_limit - mm.base, mem["region0_bytes"]),
+                           ("unloadable_tail_bytes", mm.base + mem["sram_bytes"] - mm.loadable_limit,
+                            mem["unloadable_tail_bytes"])):
+        if want != got:
+            raise TargetError(ml[key], f"memory.{key}", f"{got:,} disagrees with memory_map ({want:,})",
+                              "memory sizes and the memory map must describe the same tile")
+    if mm.fixed_bytes + mm.code_window_bytes >= mem["region0_bytes"]:
+        raise TargetError(locs["memory_map.reservations"], "memory_map.reservations", "leave no region-0 space",
+                          "fixed reservations must be smaller than region 0")
     if mem["seeds_support_reserve_bytes"] > mem["seeds_planned_data_bytes"]:
         raise TargetError(ml["seeds_support_reserve_bytes"], "memory.seeds_support_reserve_bytes",
                           "exceeds seeds_planned_data_bytes", "the reserve is part of the planned-data budget")
+    enc = Encoding(transfer_max_words=exc["transfer_max_words"], send_max_words=exc["send_max_words"],
+                   sendoff_max_words=exc["sendoff_max_words"], recv_piece_words=exc["recv_piece_words"],
+                   send_delay_words=exc["send_delay_words"], row_words=exc["row_words"])
     return Target(
         name=top["target"], tiles=top["tiles"], path=str(path), locs=locs,
         sram_bytes=mem["sram_bytes"], unloadable_tail_bytes=mem["unloadable_tail_bytes"],
         region0_bytes=mem["region0_bytes"], region0_element_bytes=mem["region0_element_bytes"],
         region1_element_bytes=mem["region1_element_bytes"],
         seeds_planned_data_bytes=mem["seeds_planned_data_bytes"],
-        seeds_support_reserve_bytes=mem["seeds_support_reserve_bytes"], code_bytes=mem["code_bytes"],
+        seeds_support_reserve_bytes=mem["seeds_support_reserve_bytes"], memory_map=mm,
         exchange_table_bytes_max=exc["table_bytes_max"], exchange_fragments_max=exc["fragments_max"],
         exchange_bytes_per_cycle=exc["bytes_per_cycle"], exchange_fragment_cycles=exc["fragment_cycles"],
-        exchange_sync_cycles=exc["sync_cycles"], send_fragment_bytes=exc["send_fragment_bytes"],
-        recv_fragment_bytes=exc["recv_fragment_bytes"], superstep_bytes=exc["superstep_bytes"],
-        patch_word_bytes=exc["patch_word_bytes"], vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
+        exchange_sync_cycles=exc["sync_cycles"], instruction_bytes=exc["instruction_bytes"], encoding=enc,
+        compute_set_words=prog["compute_set_words"], exchange_words=prog["exchange_words"],
+        vertex_words=prog["vertex_words"], runtime_code_bytes=prog["runtime_code_bytes"],
+        vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
         compute_set_cycles=cmp_["compute_set_cycles"], workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
         amp_macs_per_cycle=dict(macs), accumulation=dict(acc), accumulation_chunk=cmp_["accumulation_chunk"],
     )
-
-

@@ -42,3 +42,31 @@ def run_main(*args) -> int:
     finally:
         sys.argv = old
     return 0
+
+
+def target_with_tiles(tmp_path, tiles: int):
+    """targets/c600.yaml with another tile count (every other machine fact unchanged)."""
+    from conftest import TARGET
+    text = TARGET.read_text().replace("tiles: 1472", f"tiles: {tiles}", 1)
+    p = tmp_path / f"t{tiles}.yaml"
+    p.write_text(text)
+    return p
+
+
+def leaves(doc, path=()):
+    """Every leaf of a JSON document with its path (keys and list indices)."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from leaves(v, path + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            yield from leaves(v, path + (i,))
+    else:
+        yield path, doc
+
+
+def set_leaf(doc, path, value):
+    d = doc
+    for k in path[:-1]:
+        d = d[k]
+    d[path[-1]] = value

@@ -1,4 +1,5 @@
-"""Independent verification of plans: re-derives every buffer and byte count without solver code or ortools."""
+"""Independent verification of plans and certificates: re-derives every buffer and byte count without solver
+code or ortools."""
 
 from .plan import CheckReport, check_dir, check_plan
 

@@ -1,73 +1,76 @@
-"""Verify an INFEASIBLE certificate from model + target alone: rebuild every candidate's bytes with the
-checker's rules, recompute each row the certificate names, then re-prove it (counting bound, Farkas
-weights checked with exact fractions, or z3). Nothing numeric in the certificate is trusted."""
+"""Verify an INFEASIBLE certificate from model + target alone: say which instance it is about, range-check its
+options, regenerate the catalogue it claims to cover, rebuild every candidate's bytes with the checker's rules,
+recompute each row the certificate names, then re-prove it (counting bound, Farkas weights checked with exact
+fractions, or z3). A machine certificate is re-derived from the IR and the target only. Nothing numeric in
+the certificate is trusted; neither ortools nor the solver is imported."""
 
 from __future__ import annotations
 
-import hashlib
-import json
 from fractions import Fraction
 
 import numpy as np
 
+from .machine import machine_statement
+from ..catalogue.records import regenerate_catalogue
+from ..formats import CERTIFICATE as FORMAT
+from ..formats import catalogue_digest, digest
 from .plan import CheckReport, Limits, load_inputs
 from .space import Space, build_space
+from .validate import Invalid, get, one_of
 
-FORMAT = "ipuplan-certificate/1"
-KINDS = ("counting", "farkas", "z3")
+KINDS = ("counting", "farkas", "z3", "machine")
 ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
 
 
-def digest(cert: dict) -> str:
-    """sha256 of the certificate's canonical JSON without its own digest field."""
-    body = {k: v for k, v in cert.items() if k != "digest"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def instance_lines(cert: dict) -> list[str]:
+    """What the certificate is about, as the user reads it before the verdict on it."""
+    o = cert.get("options", {}) if isinstance(cert.get("options"), dict) else {}
+    inp = cert.get("inputs", {}) if isinstance(cert.get("inputs"), dict) else {}
+    path = lambda k: (inp.get(k) or {}).get("path") if isinstance(inp.get(k), dict) else None
+    return [f"instance: model {cert.get('model')} ({path('model')}), batch {cert.get('batch')}, "
+            f"{cert.get('layers')} layers, precision {cert.get('precision')}, fused QKV {cert.get('fuse_qkv')}",
+            f"          target {path('target')}; options: support reserve {o.get('support_reserve')}, relays "
+            f"{o.get('relays')}, exchange table budget {o.get('exchange_table_budget')}, headroom {o.get('headroom')}"]
 
 
-def catalogue_digest(candidates: dict) -> str:
-    return hashlib.sha256(json.dumps(candidates, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None) -> tuple[np.ndarray, int]:
-    """(bytes or fragments each literal puts into the row, the row's capacity) for one tile and step."""
+def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None):
+    """(data coefficients, table coefficients, capacity) of one tile's row: the row holds when
+    data . x + alloc(tables . x) <= capacity, alloc the whole region-0 elements the tables occupy (with the
+    fetch guard; nothing for no tables). Only memory and region-0 rows hold tables in memory."""
     D, lit, first, last, is_il, X, F, xl = sp.arrays
     coef = np.zeros(len(sp.lits), np.int64)
+    tcoef = np.zeros(len(sp.lits), np.int64)
+    if kind in ("memory", "region0") and lim.tables_in_memory:
+        np.add.at(tcoef if lim.table_element else coef, xl, X[:, tile])
     if kind in ("memory", "region1"):
         live = (first <= step) & (step <= last)
         if kind == "region1":
             live &= is_il
         np.add.at(coef, lit[live], D[live, tile])
-        if kind == "memory" and lim.tables_in_memory:
-            np.add.at(coef, xl, X[:, tile])
-        return coef, (lim.usable - lim.support if kind == "memory" else lim.region1)
+        return coef, tcoef, (lim.capacity if kind == "memory" else lim.region1)
     if kind == "region0":
-        if lim.tables_in_memory:
-            np.add.at(coef, xl, X[:, tile])
-        return coef, lim.region0 - lim.support
+        return coef, tcoef, lim.region0 - lim.support
     if kind == "tables":
         np.add.at(coef, xl, X[:, tile])
-        return coef, lim.table_budget
+        return coef, tcoef, lim.table_budget
     np.add.at(coef, xl, F[:, tile])
-    return coef, lim.fragment_limit
+    return coef, tcoef, lim.fragment_limit
 
 
-def cheapest(sp: Space, coef: np.ndarray) -> int:
-    """The counting bound: every group's cheapest literal, a parameter's home added to the candidates of the
-    first op that may stage it (any of them chosen brings the home, live throughout)."""
+def cheapest(sp: Space, lim: Limits, coef: np.ndarray, tcoef: np.ndarray) -> int:
+    """The counting bound: every group's cheapest data bytes, plus the allocation of every group's cheapest
+    tables (the allocation grows with the tables)."""
     idx = sp.index
-    first: dict[tuple, str] = {}
-    extra: dict[tuple, int] = {}
-    for u, h in sp.implies:
-        first.setdefault(h, u[1])
-        if first[h] == u[1]:
-            extra[u] = extra.get(u, 0) + int(coef[idx[h]])
-    return int(sum(min(int(coef[idx[k]]) + extra.get(k, 0) for k in g) for g in sp.groups.values() if g))
+    gs = [g for g in sp.groups.values() if g]
+    data = sum(min(int(coef[idx[k]]) for k in g) for g in gs)
+    tables = sum(min(int(tcoef[idx[k]]) for k in g) for g in gs)
+    return int(data + lim.table_alloc(np.array([tables]))[0])
 
 
 def structure(sp: Space) -> dict[str, tuple[dict[int, int], int, bool]]:
     """The selection rules as named linear constraints: name -> (coefficients, rhs, is_equality).
     one:<group>: one literal per group; src:<edge>:<a> / dst:<edge>:<b>: an edge's pairs follow its producer's
-    and consumer's choices; home:<param>:<op>: the op's candidates that stage the parameter imply its home."""
+    and consumer's choices."""
     idx = sp.index
     out: dict[str, tuple[dict[int, int], int, bool]] = {}
     for name, g in sp.groups.items():
@@ -77,13 +80,10 @@ def structure(sp: Space) -> dict[str, tuple[dict[int, int], int, bool]]:
         for side, op, of, pos in (("src", prod, src_of, 3), ("dst", cons, dst_of, 4)):
             for a in sorted(set(of)):
                 c = {idx[k]: 1 for k in pairs if k[pos] == a}
-                for i, s in enumerate(of):
-                    if s == a:
+                for i, s_ in enumerate(of):
+                    if s_ == a:
                         c[idx[("impl", op, i)]] = c.get(idx[("impl", op, i)], 0) - 1
                 out[f"{side}:{name}:{a}"] = (c, 0, True)
-    for u, h in sp.implies:  # an op's staging candidates are exclusive, so together they imply the home
-        c = out.setdefault(f"home:{h[1]}:{u[1]}", ({idx[h]: -1}, 0, False))[0]
-        c[idx[u]] = 1
     return out
 
 
@@ -91,88 +91,102 @@ def _frac(s) -> Fraction:
     return Fraction(str(s))
 
 
-def check_certificate(cert: dict, catalogue: dict | None = None, z3_seconds: float = 120.0) -> CheckReport:
-    """Re-prove `cert`. `catalogue`, when given, is the implementation catalogue regenerated for the same
-    inputs; the certificate's candidates must equal it for its scope statement to hold."""
+def check_certificate(cert: dict, z3_rlimit: int = 200_000_000) -> CheckReport:
+    """Re-prove `cert` for the instance it names."""
     rep = CheckReport()
-    if cert.get("format") != FORMAT or cert.get("verdict") != "INFEASIBLE":
-        rep.fail(f"not an INFEASIBLE certificate of format {FORMAT}")
-        return rep
+    rep.lines += instance_lines(cert if isinstance(cert, dict) else {})
+    try:
+        _check(cert, rep, z3_rlimit)
+    except Invalid as e:
+        rep.fail(str(e))
+    return rep
+
+
+def _check(cert: dict, rep: CheckReport, z3_rlimit: int) -> None:
+    W = "certificate.json"
+    if not isinstance(cert, dict) or cert.get("format") != FORMAT or cert.get("verdict") != "INFEASIBLE":
+        rep.fail(f"{W}: not an INFEASIBLE certificate of format {FORMAT}")
+        return
     if cert.get("digest") != digest(cert):
         rep.fail("certificate edited after it was written (digest mismatch)")
-    loaded = load_inputs(cert, rep, "certificate")
+    loaded = load_inputs(cert, rep, W)
     if loaded is None:
-        return rep
+        return
     g, target = loaded
-    cands = cert["candidates"]
-    scope = cert["scope"]
-    n = sum(len(v) for v in cands.values())
-    if catalogue_digest(cands) != scope["catalogue_sha256"] or n != scope["implementations"]:
-        rep.fail(f"candidates ({n}) do not match the stated scope ({scope['implementations']} implementations)")
-        return rep
-    if catalogue is not None and catalogue_digest(catalogue) != scope["catalogue_sha256"]:
-        rep.fail("the certificate's candidates are not this version's catalogue for these inputs")
-        return rep
-    try:
-        sp = build_space(g, target, cert["batch"], cands, relays=cert["options"]["relays"])
-    except ValueError as e:
-        rep.fail(f"candidates: {e}")
-        return rep
-    lim = Limits.derive(target, cert["options"], len(sp.prog.ops))
-    steps = {s: i for i, s in enumerate(sp.prog.steps)}
+    kind = one_of(cert, "kind", W, KINDS)
+    options = get(cert, "options", W)
+    if kind == "machine":
+        lim = Limits.derive(target, options, [], W)
+        m = machine_statement(g, target, options.get("support_reserve"))
+        if m != cert.get("machine"):
+            rep.fail(f"machine statement differs from the recomputed one ({m})")
+        elif not m["proves"]:
+            rep.fail(f"machine: {m['needs_bytes']:,} B needed fit in {m['capacity_bytes']:,} B; no proof")
+        else:
+            rep.lines.append(f"machine: parameters {m['parameter_bytes']:,} B + live activations "
+                             f"{m['live_activation_bytes']:,} B at {m['at']} = {m['needs_bytes']:,} B > "
+                             f"{m['capacity_bytes']:,} B on all {target.tiles} tiles: no plan of any compiler fits")
+        return
+    cands = get(cert, "candidates", W)
+    scope = get(cert, "scope", W)
+    regenerated = regenerate_catalogue(g, target, cert["batch"])
+    if catalogue_digest(regenerated) != scope.get("catalogue_sha256") or catalogue_digest(cands) != \
+            scope.get("catalogue_sha256"):
+        rep.fail("the certificate's candidates are not this version's catalogue for this instance")
+        return
+    sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
+                     where=f"{W}: candidates")
+    lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
+    steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
     rows = []
-    for r in cert["rows"]:
-        if r["kind"] not in ROW_KINDS or not 0 <= r["tile"] < target.tiles:
-            rep.fail(f"row {r.get('name')}: unknown kind or tile")
-            return rep
+    for r in get(cert, "rows", W):
+        if not isinstance(r, dict) or r.get("kind") not in ROW_KINDS or not isinstance(r.get("tile"), int) \
+                or not 0 <= r["tile"] < target.tiles:
+            rep.fail(f"row {r.get('name') if isinstance(r, dict) else r!r}: unknown kind or tile")
+            return
         step = None
         if r["kind"] in ("memory", "region1"):
             if r.get("step") not in steps:
                 rep.fail(f"row {r['name']}: unknown program point {r.get('step')!r}")
-                return rep
+                return
             step = steps[r["step"]]
-        coef, cap = row_terms(sp, lim, r["kind"], r["tile"], step)
-        low = cheapest(sp, coef)
-        if (cap, low) != (r["capacity"], r["cheapest_bytes"]):
-            rep.fail(f"row {r['name']}: certificate says capacity {r['capacity']:,}, cheapest {r['cheapest_bytes']:,}; "
-                     f"recomputed {cap:,}, {low:,}")
-        rows.append((r, coef, cap, low))
-    if not rows and cert["kind"] != "z3":
+        coef, tcoef, cap = row_terms(sp, lim, r["kind"], r["tile"], step)
+        low = cheapest(sp, lim, coef, tcoef)
+        if (cap, low) != (r.get("capacity"), r.get("cheapest_bytes")):
+            rep.fail(f"row {r['name']}: certificate says capacity {r.get('capacity')}, cheapest "
+                     f"{r.get('cheapest_bytes')}; recomputed {cap:,}, {low:,}")
+        rows.append((r, coef, tcoef, cap, low))
+    if not rows and kind != "z3":
         rep.fail("the certificate names no rows (only a z3 proof may rest on the selection rules alone)")
     if not rep.ok:
-        return rep
-    kind = cert["kind"]
+        return
     if kind == "counting":
-        r, coef, cap, low = rows[0]
+        r, coef, tcoef, cap, low = rows[0]
         if len(rows) != 1 or low <= cap:
             rep.fail(f"counting bound does not hold: cheapest {low:,} <= capacity {cap:,} on {r['name']}")
         else:
-            rep.lines.append(f"counting: {r['name']}: the cheapest choice of every op, with the parameter homes it "
-                             f"brings, needs {low:,} > {cap:,}")
+            rep.lines.append(f"counting: {r['name']}: the cheapest choice of every op needs {low:,} > {cap:,}")
     elif kind == "farkas":
-        _check_farkas(rep, sp, rows, cert["farkas"])
-    elif kind == "z3":
-        _check_z3(rep, sp, rows, z3_seconds)
+        _check_farkas(rep, sp, rows, get(cert, "farkas", W))
     else:
-        rep.fail(f"unknown certificate kind {kind!r}; valid: {', '.join(KINDS)}")
-    m = machine_bound(sp, g, target, lim)
+        _check_z3(rep, sp, lim, rows, z3_rlimit)
+    m = machine_statement(g, target, options.get("support_reserve"))
     if m != cert.get("machine"):
         rep.fail(f"machine statement differs from the recomputed one ({m})")
     if rep.ok:
-        o = cert["options"]
-        rep.lines.append(f"scope: {scope['statement']}; relays {'on' if o['relays'] else 'off'}, table budget "
-                         f"{lim.table_budget:,} B, {'seeds' if o.get('support_reserve') is not None else 'modeled'} "
-                         f"accounting, usable {lim.usable:,} B per tile")
+        rep.lines.append(f"scope: {scope.get('statement')}; relays {'on' if options['relays'] else 'off'}, table "
+                         f"budget {lim.table_budget:,} B, {'seeds' if options.get('support_reserve') is not None else 'modeled'} "
+                         f"accounting, capacity {lim.capacity:,} B per tile")
         rep.lines.append(f"verified {len(rows)} rows over {len(sp.lits)} literals on all {target.tiles} tiles")
-    return rep
 
 
 def _check_farkas(rep: CheckReport, sp: Space, rows, f: dict) -> None:
     """sum(w_r * row_r) + sum(m_s * rule_s) gives c.x <= d for every plan; min over 0 <= x <= 1 of c.x > d."""
     c = [Fraction(0)] * len(sp.lits)
     d = Fraction(0)
-    for r, coef, cap, _ in rows:
-        w = _frac(r["weight"])
+    for r, coef, tcoef, cap, _ in rows:  # tables at their bytes: a relaxation of their whole elements
+        coef = coef + tcoef
+        w = _frac(r.get("weight"))
         if w < 0:
             rep.fail(f"row {r['name']}: negative weight {w}")
             return
@@ -200,42 +214,38 @@ def _check_farkas(rep: CheckReport, sp: Space, rows, f: dict) -> None:
                      f"fractional, exceeds the weighted capacity by at least {float(low - d):,.3f} (exact fractions)")
 
 
-def _check_z3(rep: CheckReport, sp: Space, rows, seconds: float) -> None:
+def _check_z3(rep: CheckReport, sp: Space, lim: Limits, rows, rlimit: int) -> None:
     import z3
 
     x = [z3.Bool(f"l{i}") for i in range(len(sp.lits))]
     idx = sp.index
-    s = z3.Solver()
-    s.set("timeout", int(seconds * 1000))
+    s = z3.SolverFor("QF_FD")  # finite-domain SAT + pseudo-Boolean engine: fast on these rows
+    s.set("rlimit", rlimit)
     for g in sp.groups.values():
         s.add(z3.PbEq([(x[idx[k]], 1) for k in g], 1))
     for name, (prod, cons, _, src_of, dst_of) in sp.ends.items():
         for k in sp.groups[name]:
             s.add(z3.Implies(x[idx[k]], z3.Or([x[idx[("impl", prod, i)]] for i, a in enumerate(src_of) if a == k[3]])))
             s.add(z3.Implies(x[idx[k]], z3.Or([x[idx[("impl", cons, j)]] for j, b in enumerate(dst_of) if b == k[4]])))
-    for u, h in sp.implies:
-        s.add(z3.Implies(x[idx[u]], x[idx[h]]))
     for a, b in sp.conflicts:
         s.add(z3.Not(z3.And(x[idx[a]], x[idx[b]])))
-    for r, coef, cap, _ in rows:
+    for n, (r, coef, tcoef, cap, _) in enumerate(rows):
         nz = np.flatnonzero(coef)
-        s.add(z3.PbLe([(x[i], int(coef[i])) for i in nz], cap) if len(nz) else z3.BoolVal(cap >= 0))
+        if not tcoef.any():
+            s.add(z3.PbLe([(x[i], int(coef[i])) for i in nz], cap) if len(nz) else z3.BoolVal(cap >= 0))
+            continue
+        # the tables' whole elements as ordered literals e_1 >= e_2 >= ...: tables + guard <= element * sum(e)
+        # whenever any table literal is chosen, data + element * sum(e) <= capacity
+        tz = np.flatnonzero(tcoef)
+        el = lim.table_element
+        used = z3.Bool(f"used{n}")
+        e = [z3.Bool(f"e{n}_{j}") for j in range(-(-(int(tcoef[tz].sum()) + lim.table_guard) // el))]
+        s.add(*[z3.Implies(x[i], used) for i in tz], *[z3.Implies(e[j + 1], e[j]) for j in range(len(e) - 1)])
+        s.add(z3.PbLe([(x[i], int(tcoef[i])) for i in tz] + [(used, lim.table_guard)] + [(z3.Not(v), el) for v in e],
+                      el * len(e)))
+        s.add(z3.PbLe([(x[i], int(coef[i])) for i in nz] + [(v, el) for v in e], cap))
     res = s.check()
     if res != z3.unsat:
         rep.fail(f"z3: the rows are {res} (a certificate needs unsat)")
         return
     rep.lines.append(f"z3: no selection satisfies the {len(rows)} rows (unsat)")
-
-
-def machine_bound(sp: Space, g, target, lim: Limits) -> dict:
-    """Catalogue-independent: parameters plus the logical bytes live at the fullest program point, against
-    all tiles' usable bytes minus support. A statement about the machine and this op order, not about layouts."""
-    params = sum(v.nbytes * count for v, count in sp.prog.params.values())
-    live = np.zeros(sp.prog.nsteps, np.int64)
-    for o in sp.prog.ops:
-        live[o.c:sp.prog.last[o.key] + 1] += o.graph.value(o.op.outputs[0]).nbytes
-    step = int(np.argmax(live))
-    need = params + int(live[step])
-    have = target.tiles * (lim.usable - lim.support)
-    return {"parameter_bytes": int(params), "live_activation_bytes": int(live[step]),
-            "at": sp.prog.steps[step], "needs_bytes": need, "capacity_bytes": have, "proves": need > have}

@@ -1,85 +1,112 @@
-"""The checker's own count of exchange fragments per tile for moving a tensor between two layouts."""
+"""The checker's own count of what an exchange puts in each tile's tables: runs, pieces, instruction words.
+
+A run is contiguous in the source and destination blocks (a cell covering whole stored rows of both with
+equal pitches, else one run per row); a run longer than one physical transfer is several pieces. A run sent
+to several tiles is sent once; a destination on the sending tile receives by loopback when the run also
+goes elsewhere, and a run that only goes to its own tile is a local copy (three list words per run).
+Instruction words per piece: sent `send` + `delay` + `sendoff` continuations; received delayxpic, delaypic,
+delay (the target's exchange section). Written apart from ipuplan.layout on purpose.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-
-def _splits(n: int, parts: int) -> np.ndarray:
-    return np.array([len(c) for c in np.array_split(np.arange(n), parts)], dtype=np.int64)
+from .geometry import block_bytes, block_tiles, col_sizes, pitches, row_sizes
 
 
-def _row_sizes(lay: dict) -> np.ndarray:
-    g = lay["row_groups"]
-    return np.concatenate([_splits(lay["rows"] // g, lay["pr"] // g)] * g)
+@dataclass
+class Counts:
+    """Per-tile exchange figures of one transfer."""
+
+    send_pieces: np.ndarray
+    recv_pieces: np.ndarray
+    words: np.ndarray  # row + send + receive + local-copy-list words
+    send_bytes: np.ndarray
+    recv_bytes: np.ndarray
+
+    def table_bytes(self, target, patched: bool) -> np.ndarray:
+        w = self.words + (self.send_pieces + (self.send_pieces > 0) if patched else 0)
+        return w * target.instruction_bytes
 
 
-def _tiles(lay: dict, T: int) -> np.ndarray:
-    """[replicas, pr, pc] tile of each block."""
-    rs = lay["row_stride"] or lay["pc"]
-    reps = lay["rep_stride"] or lay["pr"] * lay["pc"]
-    r = np.arange(lay["replicas"])[:, None, None]
-    i = np.arange(lay["pr"])[None, :, None]
-    j = np.arange(lay["pc"])[None, None, :]
-    return (lay["start"] + r * reps + i * rs + j * lay["col_stride"]) % T
+def _piece_words(words: np.ndarray, target) -> tuple[np.ndarray, np.ndarray]:
+    """(pieces, send instruction words) of runs of `words` words."""
+    tm, sm, so, d = (target.encoding.transfer_max_words, target.encoding.send_max_words,
+                     target.encoding.sendoff_max_words, target.encoding.send_delay_words)
+    pieces = -(-words // tm)
+    last = words - (pieces - 1) * tm
+    per = lambda p: 1 + d + np.maximum(0, -(-(p - sm) // so))
+    return pieces, (pieces - 1) * per(np.full_like(words, tm)) + per(last)
 
 
-def _overlaps(a_sizes: np.ndarray, b_sizes: np.ndarray, b_offset: int = 0):
-    """Pairs (ia, ib) of intervals that overlap, with the overlap length."""
+def _count(T: int, target, src, dst, runs, run_words, run_bytes) -> Counts:
+    """src [n] tiles; dst [n, reps] tiles; runs [n] runs per cell, each run_words words / run_bytes bytes."""
+    pieces, swords = _piece_words(run_words, target)
+    pieces, swords = pieces * runs, swords * runs
+    nbytes = run_bytes * runs
+    remote = (dst != src[:, None]).any(1)
+    reps = dst.shape[1]
+    rsrc, rdst = src[remote], dst[remote].ravel()
+    b = lambda idx, w: np.bincount(idx, weights=w, minlength=T).astype(np.int64)
+    sp = b(rsrc, pieces[remote])
+    rp = b(rdst, np.repeat(pieces[remote], reps))
+    words = (b(rsrc, swords[remote]) + rp * target.encoding.recv_piece_words
+             + 3 * b(src[~remote], runs[~remote] * reps))
+    words += target.encoding.row_words * ((sp + rp) > 0)
+    return Counts(sp, rp, words, b(rsrc, nbytes[remote]), b(rdst, np.repeat(nbytes[remote], reps)))
+
+
+def _overlaps(a_sizes, b_sizes, b_offset: int = 0):
+    """(ia, ib, start, length) of every overlap of two interval lists (b shifted by b_offset)."""
     a0 = np.concatenate([[0], np.cumsum(a_sizes)[:-1]])
     b0 = np.concatenate([[0], np.cumsum(b_sizes)[:-1]]) + b_offset
     lo = np.maximum(a0[:, None], b0[None, :])
     hi = np.minimum((a0 + a_sizes)[:, None], (b0 + b_sizes)[None, :])
     ia, ib = np.nonzero(hi > lo)
-    return ia, ib, (hi - lo)[ia, ib]
+    return ia, ib, lo[ia, ib], (hi - lo)[ia, ib]
 
 
-def _intervals(lay: dict, T: int, nbytes: int):
-    """Row-major byte intervals (start, end, tile per replica) of a layout."""
-    e = lay["elem"]
-    if lay["flat"]:
-        grains = -(-nbytes // 8)
-        ends = np.minimum(np.cumsum(_splits(grains, lay["pr"]) * 8), nbytes)
-        starts = np.concatenate([[0], ends[:-1]])
-        t = _tiles(dict(lay, pc=1), T)[:, :, 0]
-        return starts, ends, t
-    rsz, csz = _row_sizes(lay), _splits(lay["cols"], lay["pc"])
-    rb = np.repeat(np.arange(lay["pr"]), rsz)
-    c0 = np.concatenate([[0], np.cumsum(csz)[:-1]])
-    rows = np.arange(lay["rows"])
-    starts = ((rows[:, None] * lay["cols"] + c0[None, :]) * e).ravel()
-    ends = ((rows[:, None] * lay["cols"] + (c0 + csz)[None, :]) * e).ravel()
-    t = _tiles(lay, T)[:, rb, :].reshape(lay["replicas"], -1)
-    return starts, ends, t
-
-
-def fragments(src: dict, window, dst: dict, T: int) -> tuple[np.ndarray, np.ndarray]:
-    """(runs sent, runs received) per tile: a run is contiguous in both layouts; a run multicast to several
-    replicas is sent once; nothing is sent to a tile that already holds the run."""
-    fs, fr = np.zeros(T, np.int64), np.zeros(T, np.int64)
-    if src["flat"] or dst["flat"]:
-        n = dst["rows"] * dst["cols"] * dst["elem"]
-        ss, se, st = _intervals(src, T, n)
-        ds, de, dt = _intervals(dst, T, n)
-        cuts = np.unique(np.concatenate([ss, se, ds, de]))
-        pieces = cuts[:-1][np.diff(cuts) > 0]
-        s_t = st[0][np.searchsorted(ss, pieces, side="right") - 1]
-        d_t = dt[:, np.searchsorted(ds, pieces, side="right") - 1]
-        remote = d_t != s_t[None]
-        np.add.at(fs, s_t[remote.any(0)], 1)
-        np.add.at(fr, d_t[remote], 1)
-        return fs, fr
+def grid_transfer(src: dict, window, dst: dict, T: int, target, rows=None) -> Counts:
+    """Move src (columns window of it) into dst; rows = (dst row, src row, n) moves those rows only."""
+    d0, s0, n = rows if rows is not None else (0, 0, dst["rows"])
     c_off = window[0] if window else 0
-    ir_s, ir_d, rlen = _overlaps(_row_sizes(src), _row_sizes(dst))
-    src_c, dst_c = _splits(src["cols"], src["pc"]), _splits(dst["cols"], dst["pc"])
-    ic_s, ic_d, clen = _overlaps(src_c, dst_c, c_off)
-    st, dt = _tiles(src, T)[0], _tiles(dst, T)
-    s_tile = st[ir_s[:, None], ic_s[None, :]]
-    d_tile = dt[:, ir_d[:, None], ic_d[None, :]]
-    whole = (clen == src_c[ic_s]) & (clen == dst_c[ic_d])
-    frag = np.where(whole[None, :], 1, rlen[:, None])
-    remote = d_tile != s_tile[None]
-    any_remote = remote.any(0)
-    np.add.at(fs, s_tile[any_remote], frag[any_remote])
-    np.add.at(fr, d_tile[remote], np.broadcast_to(frag[None], remote.shape)[remote])
-    return fs, fr
+    rs, rd = row_sizes(src), row_sizes(dst)
+    a0 = np.concatenate([[0], np.cumsum(rs)[:-1]]) + (d0 - s0)  # source row blocks in destination rows
+    b0 = np.concatenate([[0], np.cumsum(rd)[:-1]])
+    lo = np.maximum(np.maximum(a0[:, None], b0[None, :]), d0)
+    hi = np.minimum(np.minimum((a0 + rs)[:, None], (b0 + rd)[None, :]), d0 + n)
+    ir_s, ir_d = np.nonzero(hi > lo)
+    rlen = (hi - lo)[ir_s, ir_d]
+    ic_s, ic_d, _, clen = _overlaps(col_sizes(src), col_sizes(dst), c_off)
+    st, dt = block_tiles(src, T)[0], block_tiles(dst, T)
+    s = st[ir_s[:, None], ic_s[None, :]].ravel()
+    d = dt[:, ir_d[:, None], ic_d[None, :]].reshape(dt.shape[0], -1).T
+    rl = np.repeat(rlen, len(clen))
+    row_b = np.tile(clen * dst["elem"], len(rlen))
+    ps, pd = np.tile(pitches(src)[ic_s], len(rlen)), np.tile(pitches(dst)[ic_d], len(rlen))
+    whole = (rl == 1) | ((row_b == ps) & (row_b == pd))
+    runs = np.where(whole, 1, rl)
+    run_b = np.where(whole, rl * row_b, row_b)
+    return _count(T, target, s, d, runs, -(-run_b // 4), run_b)
+
+
+def stream_transfer(home: dict, staged: dict, T: int, target) -> Counts:
+    """Stage `staged` from its block-major home: block k's stream interval [o_k, o_k + b_k) goes from the home
+    chunks it overlaps to every replica of block k."""
+    bb = block_bytes(staged).ravel()
+    chunks = block_bytes(dict(home, mem="std"))[:, 0]
+    ik, ic, _, length = _overlaps(bb, chunks)
+    s = block_tiles(home, T)[0, :, 0][ic]
+    d = block_tiles(staged, T).reshape(staged["replicas"], -1)[:, ik].T
+    return _count(T, target, s, d, np.ones_like(length), -(-length // 4), length)
+
+
+def block_moves(T: int, target, src, dst, nbytes) -> Counts:
+    """Whole blocks as single runs: src[i] -> dst[i, :] (a multicast group), nbytes[i] each."""
+    src = np.asarray(src)
+    dst = np.asarray(dst).reshape(len(src), -1)
+    nb = np.asarray(nbytes)
+    return _count(T, target, src, dst, np.ones_like(nb), -(-nb // 4), nb)

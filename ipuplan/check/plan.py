@@ -1,8 +1,9 @@
 """Re-derive a plan's buffers from model + target + recorded choices, and verify every memory limit.
 
 Written apart from ipuplan.solver on purpose: its own schedule walk, its own per-kind buffer rules
-(ipuplan/check/rules.py) and its own byte counts (ipuplan/check/tiles.py). Only the IR, the loaders
-and the codelets' scratch figures are shared.
+(ipuplan/check/rules.py), its own byte and exchange counts (ipuplan/check/geometry.py, exchange.py). Only the
+IR, the loaders and the codelets' declared figures are shared. Nothing numeric in plan.json is trusted:
+every recorded figure is recomputed and compared, every recorded value is type- and range-checked.
 """
 
 from __future__ import annotations
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import codelets
 from ..errors import InputError
+from ..formats import PLAN
 from ..model import build_graph, load_model
-from ..plan import FORMAT, region_usage, sha256
+from ..plan import region_usage, sha256
 from ..target import load_target
 from .space import build_space
+from .validate import Invalid, boolean, get, integer, one_of
 
 
 @dataclass
@@ -34,42 +38,78 @@ class CheckReport:
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-tile capacities as the checker derives them from the target and the recorded options."""
+    """Per-tile capacities as the checker derives them from the target, the model's ops and the options."""
 
     usable: int
     support: int
+    headroom: int
     region0: int
     region1: int
     table_budget: int
     fragment_limit: int
     tables_in_memory: bool
+    table_element: int
+    table_guard: int
+
+    @property
+    def capacity(self) -> int:
+        return self.usable - self.support - self.headroom
+
+    def table_alloc(self, tables: np.ndarray) -> np.ndarray:
+        t = np.asarray(tables, np.int64)
+        if not self.tables_in_memory:
+            return np.zeros_like(t)
+        return np.where(t > 0, -(-(t + self.table_guard) // self.table_element) * self.table_element, 0)
 
     @classmethod
-    def derive(cls, target, options: dict, nops: int) -> "Limits":
-        reserve = options.get("support_reserve")
-        budget = options.get("exchange_table_budget")
-        budget = target.exchange_table_bytes_max if budget is None else budget
+    def derive(cls, target, options: dict, kinds, where: str) -> "Limits":
+        """Capacities for the recorded options (range-checked: raises Invalid)."""
+        o = options
+        reserve = o.get("support_reserve")
         if reserve is not None:
-            return cls(target.seeds_planned_data_bytes, reserve, target.region0_bytes, target.region1_usable_bytes,
-                       budget, target.exchange_fragments_max, False)
-        return cls(target.usable_bytes, target.code_bytes + target.superstep_bytes * nops, target.region0_bytes,
-                   target.region1_usable_bytes, budget, target.exchange_fragments_max, True)
+            reserve = integer(o, "support_reserve", f"{where}.options", 0, target.seeds_planned_data_bytes - 1)
+        budget = o.get("exchange_table_budget")
+        if budget is not None:
+            budget = integer(o, "exchange_table_budget", f"{where}.options", 1, target.exchange_table_bytes_max)
+        else:
+            budget = target.exchange_table_bytes_max
+        boolean(o, "relays", f"{where}.options")
+        usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
+        if reserve is not None:
+            support = reserve
+        else:
+            mm = target.memory_map
+            support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target) - mm.code_window_bytes)
+                       + codelets.program_bytes(target, kinds))
+        headroom = integer(o, "headroom", f"{where}.options", 0, max(0, usable - support - 1))
+        return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
+                   target.exchange_fragments_max, reserve is None, target.region0_element_bytes,
+                   target.memory_map.table_guard_bytes)
 
 
 def load_inputs(doc: dict, rep: CheckReport, what: str):
-    """The graph and target a plan or certificate (`what`) was made for, or None (and a violation) when either
-    file changed since; a missing file is bad input."""
-    for kind in ("model", "target"):
-        p = doc["inputs"][kind]["path"]
-        if not Path(p).exists():
-            raise InputError(p, None, f"the {what}'s {kind} file is missing", "run check where solve ran")
-        if sha256(p) != doc["inputs"][kind]["sha256"]:
-            rep.fail(f"{kind} file {p} differs from the one the {what} was made for (sha256 mismatch)")
-    if not rep.ok:
+    """The graph and target an artefact (`what`) was made for, or None (and a violation) when a file is
+    missing or changed since, or the instance fields are malformed."""
+    try:
+        for kind in ("model", "target"):
+            rec = get(get(doc, "inputs", what), kind, f"{what}.inputs")
+            p = get(rec, "path", f"{what}.inputs.{kind}")
+            if not isinstance(p, str) or not Path(p).is_file():
+                rep.fail(f"{what}.inputs.{kind}.path: {p!r} is not a file here (run check where solve ran)")
+                return None
+            if sha256(p) != get(rec, "sha256", f"{what}.inputs.{kind}"):
+                rep.fail(f"{kind} file {p} differs from the one the {what} was made for (sha256 mismatch)")
+                return None
+        layers = integer(doc, "layers", what, 1, 1024)
+        precision = one_of(doc, "precision", what, ("f16", "fp8"))
+        fuse = boolean(doc, "fuse_qkv", what)
+        batch = integer(doc, "batch", what, 1, 4096)
+        spec = load_model(doc["inputs"]["model"]["path"]).with_options(layers=layers, precision=precision,
+                                                                        fuse_qkv=fuse)
+        return build_graph(spec, batch), load_target(doc["inputs"]["target"]["path"])
+    except Invalid as e:
+        rep.fail(str(e))
         return None
-    spec = load_model(doc["inputs"]["model"]["path"]).with_options(
-        layers=doc["layers"], precision=doc["precision"], fuse_qkv=doc["fuse_qkv"])
-    return build_graph(spec, doc["batch"]), load_target(doc["inputs"]["target"]["path"])
 
 
 def check_dir(d: Path) -> CheckReport:
@@ -83,36 +123,45 @@ def check_dir(d: Path) -> CheckReport:
     return check_plan(plan)
 
 
-def check_plan(plan: dict) -> CheckReport:
+def check_plan(plan) -> CheckReport:
+    """Verify a FIT plan; every failure (a violated limit, a figure that does not recompute, a malformed value)
+    is a violation in the report, never an exception."""
     rep = CheckReport()
-    if plan.get("format") != FORMAT or plan.get("verdict") != "FIT":
-        rep.fail(f"not a FIT plan of format {FORMAT}")
-        return rep
-    loaded = load_inputs(plan, rep, "plan")
-    if loaded is None:
-        return rep
-    g, target = loaded
-    batch = plan["batch"]
-    T = target.tiles
     try:
-        sp = build_space(g, target, batch, {k: [v] for k, v in plan["choices"].items()}, relays=True)
-    except ValueError as e:
+        _check(plan, rep)
+    except Invalid as e:
         rep.fail(str(e))
-        return rep
-    ops, nsteps = sp.prog.ops, sp.prog.nsteps
-    relays = {(r["buffer"], r["consumer"], r["input"]) for r in plan.get("exchange", {}).get("relays", [])}
+    return rep
+
+
+def _check(plan, rep: CheckReport) -> None:
+    W = "plan.json"
+    if not isinstance(plan, dict) or plan.get("format") != PLAN or plan.get("verdict") != "FIT":
+        rep.fail(f"{W}: not a FIT plan of format {PLAN}")
+        return
+    loaded = load_inputs(plan, rep, W)
+    if loaded is None:
+        return
+    g, target = loaded
+    batch, T = plan["batch"], target.tiles
+    choices = get(plan, "choices", W)
+    if not isinstance(choices, dict):
+        raise Invalid(f"{W}.choices: is not a mapping")
+    sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices")
+    ops, nsteps, steps = sp.prog.ops, sp.prog.nsteps, sp.prog.steps
+    lim = Limits.derive(target, get(plan, "options", W), [o.op.kind for o in ops], W)
+    relays = _relays(plan, W)
     chosen = {("impl", o.key, 0) for o in ops}
     for name, (prod, cons, idx, _, _) in sp.ends.items():
         group = sp.groups[name]
-        if ("pair", cons, idx, 0, 0, "none") in group:
-            chosen.add(("pair", cons, idx, 0, 0, "none"))
-            continue
         mode = "relay" if (prod, cons, idx) in relays else "direct"
-        if ("pair", cons, idx, 0, 0, mode) not in group:
-            rep.fail(f"relay for {prod} -> {cons} but its destination is not replicated")
-            return rep
-        chosen.add(("pair", cons, idx, 0, 0, mode))
-    chosen |= {h for u, h in sp.implies if u in chosen}
+        relays.discard((prod, cons, idx))
+        pick = [k for k in group if k[5] in ("none", mode)]
+        if not pick:
+            raise Invalid(f"{W}.exchange.relays: {prod} -> {cons}[{idx}] has no relay (its destination is not replicated)")
+        chosen.add(pick[0])
+    if relays:
+        raise Invalid(f"{W}.exchange.relays: {sorted(relays)[0]} is not an edge of this plan")
     for a, b in sp.conflicts:
         rep.fail(f"carried value {a[1]} and body result {b[1]} have different layouts")
     sel = np.array([k in chosen for k in sp.lits], bool)
@@ -123,50 +172,74 @@ def check_plan(plan: dict) -> CheckReport:
         (il if is_il[k] else std)[first[k]:last[k] + 1] += D[k]
     tables = X[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
     frags = F[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
+    _verify(plan, rep, lim, std, il, tables, frags, steps, target)
+    rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {lim.usable:,} B, support "
+                     f"{lim.support:,} B, headroom {lim.headroom:,} B (modeled cycles are not re-derived)")
 
-    acc = plan["accounting"]
-    usable, support = acc["usable_bytes"], acc["support_bytes"]
-    lim = Limits.derive(target, plan["options"], len(ops))
-    seeds = not lim.tables_in_memory
-    if (usable, support, acc["mode"]) != (lim.usable, lim.support, "seeds" if seeds else "modeled"):
-        rep.fail(f"accounting {acc['mode']} does not follow from the target (usable {usable}, support {support})")
-    budget = lim.table_budget
-    r0cap, r1cap = lim.region0, lim.region1
-    steps = sp.prog.steps
-    resident = 0 if seeds else tables[None, :]
-    total = std + il + support + resident
-    for name, arr, cap in (("exchange[tables]", tables, budget), ("exchange[fragments]", frags,
-                                                                  target.exchange_fragments_max)):
+
+def _relays(plan: dict, W: str) -> set:
+    out = set()
+    lst = get(get(plan, "exchange", W), "relays", f"{W}.exchange")
+    if not isinstance(lst, list):
+        raise Invalid(f"{W}.exchange.relays: is not a list")
+    for i, r in enumerate(lst):
+        p = f"{W}.exchange.relays[{i}]"
+        b, c, n = get(r, "buffer", p), get(r, "consumer", p), integer(r, "input", p, 0, 64)
+        if not isinstance(b, str) or not isinstance(c, str):
+            raise Invalid(f"{p}: buffer and consumer are op names")
+        out.add((b, c, n))
+    return out
+
+
+def _verify(plan: dict, rep: CheckReport, lim: Limits, std, il, tables, frags, steps, target) -> None:
+    W = "plan.json"
+    acc = get(plan, "accounting", W)
+    for key, want in (("usable_bytes", lim.usable), ("support_bytes", lim.support), ("headroom_bytes", lim.headroom),
+                      ("mode", "modeled" if lim.tables_in_memory else "seeds")):
+        if get(acc, key, f"{W}.accounting") != want:
+            rep.fail(f"{W}.accounting.{key}: {acc[key]!r} disagrees with the target and options ({want!r})")
+    alloc = lim.table_alloc(tables)
+    total = std + il + lim.support + alloc[None, :]
+    for name, arr, cap in (("exchange[tables]", tables, lim.table_budget),
+                           ("exchange[fragments]", frags, lim.fragment_limit)):
         if arr.max() > cap:
             t = int(np.argmax(arr))
             rep.fail(f"{name}[tile {t}]: {int(arr[t]):,} > {cap:,}")
-    x = plan.get("exchange", {})
-    if x.get("tables", {}).get("bytes") != int(tables.max()) or x.get("fragments", {}).get("count") != int(frags.max()):
-        rep.fail(f"exchange: plan says {x.get('tables', {}).get('bytes')} B / {x.get('fragments', {}).get('count')} "
-                 f"fragments, recomputed {int(tables.max()):,} B / {int(frags.max()):,}")
+    x = get(plan, "exchange", W)
+    got_t, got_f = get(get(x, "tables", f"{W}.exchange"), "bytes", f"{W}.exchange.tables"), \
+        get(get(x, "fragments", f"{W}.exchange"), "count", f"{W}.exchange.fragments")
+    if (got_t, got_f) != (int(tables.max()), int(frags.max())):
+        rep.fail(f"{W}.exchange: plan says {got_t} B / {got_f} fragments, recomputed {int(tables.max()):,} B / "
+                 f"{int(frags.max()):,}")
     else:
-        rep.lines.append(f"exchange tables {int(tables.max()):>9,} B  tile {int(np.argmax(tables)):>4}  (limit {budget:,}); "
-                         f"fragments {int(frags.max()):,} tile {int(np.argmax(frags))} (limit "
-                         f"{target.exchange_fragments_max:,})")
-    region0_fixed = support + (0 if seeds else int(tables.max()))
-    if region0_fixed > r0cap:
-        rep.fail(f"region0: code + tables {region0_fixed:,} B exceed region 0 ({r0cap:,} B)")
-    for name, arr, cap in (("memory", total, usable), ("region1[interleaved]", il, r1cap)):
+        rep.lines.append(f"exchange tables {int(tables.max()):>9,} B  tile {int(np.argmax(tables)):>4}  (limit "
+                         f"{lim.table_budget:,}; {int(alloc.max()):,} B of region 0 in whole elements); fragments "
+                         f"{int(frags.max()):,} tile {int(np.argmax(frags))} (limit {lim.fragment_limit:,})")
+    r0max = lim.support + int(alloc.max())
+    if r0max > lim.region0:
+        rep.fail(f"region0: support + tables {r0max:,} B exceed region 0 ({lim.region0:,} B)")
+    for name, arr, cap in (("memory", total, lim.usable - lim.headroom), ("region1[interleaved]", il, lim.region1)):
         over = np.argwhere(arr > cap)
         if len(over):
             t, tile = over[np.argmax(arr[tuple(over.T)])]
             rep.fail(f"{name}[point={steps[t]}, tile {tile}]: {int(arr[t, tile]):,} B > {cap:,} B "
                      f"({len(over)} tile-steps over)")
-    r0, r1 = region_usage(std, il, support + resident, r0cap)
+    r0, r1 = region_usage(std, il, lim.support + alloc[None, :], lim.region0)
+    peaks = get(plan, "peaks", W)
     for k, arr in (("total", total), ("interleaved", il), ("standard", std), ("region0", r0), ("region1", r1)):
         t, tile = np.unravel_index(int(np.argmax(arr)), arr.shape)
         got = {"bytes": int(arr[t, tile]), "tile": int(tile), "step": steps[t]}
-        rec = plan["peaks"].get(k)
-        if rec is None or rec["bytes"] != got["bytes"]:
-            rep.fail(f"peaks.{k}: plan says {rec and rec['bytes']:,} B, recomputed {got['bytes']:,} B "
-                     f"(tile {got['tile']}, {got['step']})")
+        rec = peaks.get(k) if isinstance(peaks, dict) else None
+        if not isinstance(rec, dict) or rec.get("bytes") != got["bytes"]:
+            rep.fail(f"{W}.peaks.{k}: plan says {rec.get('bytes') if isinstance(rec, dict) else rec!r}, recomputed "
+                     f"{got['bytes']:,} B (tile {got['tile']}, {got['step']})")
         else:
             rep.lines.append(f"peak {k:<11} {got['bytes']:>9,} B  tile {got['tile']:>4}  at {got['step']}")
-    rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {usable:,} B, support {support:,} B")
-    return rep
-
+    free = lim.usable - total.max(0)
+    tile = int(np.argmin(free))
+    slack = get(plan, "slack", W)
+    if not isinstance(slack, dict) or (slack.get("bytes"), slack.get("tile")) != (int(free[tile]), tile):
+        rep.fail(f"{W}.slack: plan says {slack!r}, recomputed {int(free[tile]):,} B free on tile {tile}")
+    else:
+        rep.lines.append(f"slack {int(free[tile]):>14,} B  tile {tile:>4}  (the fewest free bytes of any tile at any "
+                         f"step; headroom {lim.headroom:,} B)")

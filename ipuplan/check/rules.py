@@ -1,4 +1,7 @@
-"""The checker's own reading of a recorded choice: which buffers, in which layouts, each op needs."""
+"""The checker's own reading of a recorded choice: from the IR op and the choice's identifying fields alone,
+every buffer the op allocates, the layout each input must arrive in, its parameters and its internal
+exchanges. Identifying fields: matmul (pm, pn, pk, params), attention (query_blocks, key_splits, mode),
+element-wise (the output layout's geometry, params); everything else is derived here and compared."""
 
 from __future__ import annotations
 
@@ -7,26 +10,24 @@ from math import ceil, prod
 
 import numpy as np
 
-from .. import codelets as cl
+from ..codelets import attention as att
+from ..codelets import gemm, vector
 from ..ir.graph import OpKind
-from .tiles import block_owners
+from .exchange import block_moves
+from .geometry import L, block_bytes, block_tiles, per_block, row_sizes
+from .validate import Invalid, canonical, get, integer, one_of, optional_equal, output_layout
+
+MODES = ("resident", "staged")
 
 
 @dataclass
 class Derived:
     out: dict
-    needs: dict = field(default_factory=dict)  # input index -> layout dict (None: written in place)
-    params: list = field(default_factory=list)  # (param key, layout dict, mode)
-    scratch: np.ndarray | None = None
-    rope: dict | None = None
+    needs: dict = field(default_factory=dict)  # input -> layout | ("rows", layout, segments) | None
+    params: list = field(default_factory=list)  # (param key, layout, mode)
+    bufs: list = field(default_factory=list)  # (role, layout, life: compute | operand | program)
+    internal: list = field(default_factory=list)  # Counts of exchanges inside the op's compute step
     out_from_exchange: bool = False
-
-
-def L(rows, cols, elem, pr=1, pc=1, replicas=1, start=0, row_stride=0, col_stride=1, rep_stride=0, row_groups=1,
-      mem="std", flat=False) -> dict:
-    return {"rows": rows, "cols": cols, "elem": elem, "pr": pr, "pc": pc, "replicas": replicas, "start": start,
-            "row_stride": row_stride, "col_stride": col_stride, "rep_stride": rep_stride, "row_groups": row_groups,
-            "flat": flat, "mem": mem, "row_align": 1, "col_align": 1}
 
 
 def matrix_of(shape) -> tuple[int, int]:
@@ -46,111 +47,195 @@ def _shape_of(kind, key, g, params, index):
     return o.graph.value(o.op.outputs[0])
 
 
-def derive(o, choice: dict, g, params, consumers, index, target, batch) -> Derived:
+class Ctx:
+    """What every rule needs: the program, the target, the batch, the parameter counts."""
+
+    def __init__(self, g, prog, index, target, batch):
+        self.g, self.prog, self.index, self.target, self.batch = g, prog, index, target, batch
+        self.T = target.tiles
+
+    def descriptors(self, grid: dict, codelet, patched: int) -> tuple:
+        nbytes = codelet.descriptor_bytes(self.target) + 4 * patched
+        return (f"descriptors {codelet.name}", per_block(grid, nbytes), "program")
+
+    def patched(self, params) -> int:
+        return sum(1 for key, _, mode in params if mode == "resident" and self.prog.params[key][1] > 1)
+
+
+def derive(cx: Ctx, o, choice: dict, path: str) -> Derived:
+    """Every buffer of op `o` under `choice` (raises Invalid naming the bad field)."""
     k = o.op.kind
-    T = target.tiles
-    out_v = o.graph.value(o.op.outputs[0])
-    rec_out = choice["output"]
+    optional_equal(choice, "kind", path, k.value)
     if k is OpKind.MATMUL:
-        return _matmul(o, choice, g, params, consumers, index, target, batch, out_v, rec_out)
+        return _matmul(cx, o, choice, path)
     if k is OpKind.ATTENTION:
-        return _attention(o, choice, target, batch, rec_out)
-    lay = dict(rec_out)
-    rows, cols = matrix_of(out_v.shape)
-    if (lay["rows"], lay["cols"], lay["elem"]) != (rows, cols, out_v.dtype.itemsize) or lay["flat"]:
-        raise ValueError(f"output layout {rows}x{cols}x{out_v.dtype.itemsize}B expected")
-    if lay["pr"] * lay["pc"] * lay["replicas"] > T * max(1, lay["replicas"]) or lay["pr"] > rows or lay["pc"] > cols:
-        raise ValueError("output layout has more blocks than items or tiles")
-    if k in (OpKind.ADD, OpKind.LAYERNORM, OpKind.CONCAT) and lay["replicas"] > 1:
-        raise ValueError(f"{k.value} cannot run on a replicated layout")
-    if k is OpKind.LAYERNORM and lay["pc"] > 1 and rows > 64:
-        raise ValueError("column-split LayerNorm is only for tensors of at most 64 rows")
-    d = Derived(lay, out_from_exchange=k is OpKind.CONCAT)
-    mode = choice.get("params")
-    for i, kind, key, window in o.reads:
-        if k is OpKind.CONCAT:
-            d.needs[i] = None
-            continue
-        v = _shape_of(kind, key, g, params, index)
-        sr, sc = matrix_of(v.shape)
-        if window is not None:
-            sc = window[1] - window[0]
-        if (sr, sc) == (rows, cols):
-            need = dict(lay, elem=v.dtype.itemsize, mem="std" if k is OpKind.CAST else lay["mem"])
-        elif k is OpKind.BROADCAST or sr == 1 or len(v.shape) == 1:
-            if lay["replicas"] > 1:
-                raise ValueError("broadcast operand on a replicated layout")
-            need = L(1, sc, 2, 1, lay["pc"], replicas=lay["pr"], start=lay["start"], col_stride=lay["col_stride"],
-                     rep_stride=lay["row_stride"] or lay["pc"])
-        elif kind == "param" and lay["row_groups"] > 1 and sr * lay["row_groups"] == rows:
-            gr = lay["row_groups"]
-            rs = lay["row_stride"] or lay["pc"]
-            need = L(sr, sc, v.dtype.itemsize, lay["pr"] // gr, lay["pc"], replicas=gr, start=lay["start"],
-                     row_stride=rs, col_stride=lay["col_stride"], rep_stride=lay["pr"] // gr * rs)
-        else:
-            raise ValueError(f"input {i} of shape {v.shape} cannot be combined with the output layout")
-        if kind == "param":
-            if mode not in ("resident", "staged"):
-                raise ValueError("parameter mode must be resident or staged")
-            d.params.append((key, need, mode))
-        else:
-            d.needs[i] = need
-    if k is OpKind.LAYERNORM:
-        d.scratch = block_owners(lay, T) * cl.layernorm_scratch(target)
-    return d
+        return _attention(cx, o, choice, path)
+    return _elementwise(cx, o, choice, path)
 
 
-def _matmul(o, choice, g, params, consumers, index, target, batch, out_v, rec_out) -> Derived:
-    T = target.tiles
-    pm, pn, pk, mode = choice["pm"], choice["pn"], choice["pk"], choice.get("params")
+def _tree(cx: Ctx, src: dict, recv: dict, n: int) -> list:
+    """Pairwise rounds: in round s cell r (r mod 2^(s+1) = 2^s) sends its block to cell r - 2^s."""
+    st, rt = block_tiles(src, cx.T), block_tiles(recv, cx.T)
+    nb = block_bytes(src).ravel()
+    out, step = [], 1
+    while step < n:
+        senders = [r for r in range(n) if r % (2 * step) == step]
+        out.append(block_moves(cx.T, cx.target, np.concatenate([st[r].ravel() for r in senders]),
+                               np.concatenate([rt[(r - step) // 2].ravel() for r in senders]),
+                               np.tile(nb, len(senders))))
+        step *= 2
+    return out
+
+
+def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
+    T, B = cx.T, cx.batch
     _, xkind, xkey, _ = o.reads[0]
-    xv = _shape_of(xkind, xkey, g, params, index)
+    xv = _shape_of(xkind, xkey, cx.g, cx.prog.params, cx.index)
     wkey = o.reads[1][2]
-    wv = params[wkey][0]
-    m, kk = matrix_of(xv.shape)
+    wv = cx.prog.params[wkey][0]
+    m, k = matrix_of(xv.shape)
     n = wv.shape[1]
-    if min(pm, pn, pk) < 1 or pm * pn * pk > T or pm > m or pn > n or pk > kk:
-        raise ValueError(f"grid {pm}x{pn}x{pk} does not fit {m}x{kk}x{n} on {T} tiles")
-    if mode not in ("resident", "staged"):
-        raise ValueError("weights must be resident or staged")
-    rs = pn * pk
-    gm = _groups(m, pm, batch)
-    out = L(m, n, 2, pm, pn, row_stride=rs, col_stride=pk, row_groups=gm)
-    if rec_out != out:
-        raise ValueError("recorded output layout is not the grid's output layout")
+    fp8 = xv.dtype.is_fp8
+    xe, we = xv.dtype.itemsize, wv.dtype.itemsize
+    pk = one_of(ch, "pk", path, (1, 2, 4, 8))
+    pm = integer(ch, "pm", path, 1, m)
+    pn = integer(ch, "pn", path, 1, -(-n // 4))
+    if pk > -(-k // 4) or pm * pn * pk > T:
+        raise Invalid(f"{path}: grid {pm}x{pn}x{pk} does not fit {m}x{k}x{n} on {T} tiles")
+    mode = one_of(ch, "params", path, MODES)
+    km = gemm.K_MULTIPLE[fp8]
+    rs, g = pn * pk, _groups(m, pm, B)
+    out = canonical(L(m, n, 2, pm, pn, row_stride=rs, col_stride=pk, row_groups=g, mem="il" if pk == 1 else "std"))
     d = Derived(out)
-    d.needs[0] = L(m, kk, xv.dtype.itemsize, pm, pk, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
-                   row_groups=gm, mem="il")
-    d.params.append((wkey, L(kk, n, wv.dtype.itemsize, pk, pn, replicas=pm, row_stride=1, col_stride=pk,
-                             rep_stride=rs, mem="il"), mode))
+    d.needs[0] = canonical(L(m, k, xe, pm, pk, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
+                             row_groups=g, mem="il", col_align=km))
+    d.params.append((wkey, canonical(L(k, n, we, pk, pn, replicas=pm, row_stride=1, col_stride=pk, rep_stride=rs,
+                                       mem="il", row_align=km, col_align=gemm.N_MULTIPLE)), mode))
     if len(o.reads) > 2:
-        d.params.append((o.reads[2][2], L(1, n, 2, 1, pn, replicas=pm, col_stride=pk, rep_stride=rs), mode))
+        d.params.append((o.reads[2][2], canonical(L(1, n, 2, 1, pn, replicas=pm, col_stride=pk, rep_stride=rs)), mode))
+    grid = out
     if pk > 1:
-        from .tiles import tile_bytes
-        d.scratch = tile_bytes(L(m, n, 4, pm, pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1,
-                                 row_groups=gm), T)
-    for c in consumers[o.key]:
+        part = canonical(L(m, n, 4, pm, pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1, row_groups=g,
+                           mem="il"))
+        recv = canonical(L(m, n, 4, pm, pn, replicas=pk // 2, row_stride=rs, col_stride=pk, rep_stride=2,
+                           row_groups=g))
+        d.bufs += [("partials", part, "compute"), ("received partial", recv, "compute")]
+        d.internal = _tree(cx, part, recv, pk)
+        grid = part
+        d.bufs += [cx.descriptors(recv, gemm.REDUCE, cx.patched(d.params[1:]))] * len(d.internal)
+    d.bufs.append(cx.descriptors(grid, gemm.GEMM[fp8], cx.patched(d.params if pk == 1 else d.params[:1])))
+    for c in cx.prog.consumers[o.key]:
         if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
             cols = sum((w[1] - w[0]) if w else n for i, kind, key, w in c.reads if i in (0, 1) and key == o.key)
-            d.rope = dict(out, elem=max(1, ceil(8 * cols / n)))
+            d.bufs.append(("RoPE tables", dict(out, elem=ceil(8 * cols / n), mem="std"), "program"))
+            d.bufs.append(cx.descriptors(out, vector.ROPE, 0))
             break
     return d
 
 
-def _attention(o, choice, target, batch, rec_out) -> Derived:
-    T = target.tiles
+def _attention(cx: Ctx, o, ch: dict, path: str) -> Derived:
+    T, B = cx.T, cx.batch
     a = o.op.attrs
-    qv = o.graph.value(o.op.inputs[0])
-    kv = o.graph.value(o.op.inputs[1])
+    qv, kv = o.graph.value(o.op.inputs[0]), o.graph.value(o.op.inputs[1])
     sq, sk, H, D = qv.shape[1], kv.shape[1], a.heads, a.head_dim
-    nq = choice["query_blocks"]
-    streaming = choice["mode"] == "streaming"
-    if nq < 1 or nq > sq or batch * H * nq > T:
-        raise ValueError(f"{nq} query blocks of {sq} tokens for {batch}x{H} groups do not fit {T} tiles")
-    out = L(batch * sq, H * D, 2, batch * nq, H, row_stride=H, row_groups=batch)
-    if rec_out != out:
-        raise ValueError("recorded output layout is not the attention split's layout")
-    kvn = L(batch * sk, H * D, 2, batch, H, replicas=nq, row_stride=nq * H, rep_stride=H, row_groups=batch)
-    d = Derived(out, needs={0: out, 1: kvn, 2: kvn})
-    d.scratch = block_owners(out, T) * cl.attention_scratch(ceil(sq / nq), sk, D, streaming)
+    nq = integer(ch, "query_blocks", path, 1, sq)
+    ns = one_of(ch, "key_splits", path, tuple(1 << i for i in range(7)))
+    mode = one_of(ch, "mode", path, ("streaming", "materialized"))
+    if B * H * nq * ns > T or (ns > 1 and ns > sk // att.PAD):
+        raise Invalid(f"{path}: {nq} query blocks x {ns} key splits of {B}x{H} groups do not fit {T} tiles")
+    qb, kb = ceil(sq / nq), ceil(sk / ns)
+    if mode == "materialized" and kb <= att.STREAM_PANEL:
+        raise Invalid(f"{path}.mode: materialized is invalid for {kb} keys per split; valid: streaming")
+    Q = H * ns
+    gs = nq * Q if ns > 1 else 0
+    out = canonical(L(B * sq, H * D, 2, B * nq, H, row_stride=Q, col_stride=ns, row_groups=B, group_stride=gs))
+    d = Derived(out)
+    d.needs[0] = canonical(L(B * sq, H * D, 2, B * nq, H, replicas=ns, row_stride=Q, col_stride=ns, rep_stride=1,
+                             row_groups=B, group_stride=gs, mem="il", col_align=att.PAD))
+    kvn = canonical(L(B * sk, H * D, 2, B * ns, H, replicas=nq, row_stride=1, col_stride=ns, rep_stride=Q,
+                      row_groups=B, group_stride=nq * Q, mem="il", row_align=att.PAD, col_align=att.PAD))
+    d.needs[1] = d.needs[2] = kvn
+    cells = canonical(L(B * sq, H * D, 2, B * nq, H, replicas=ns, row_stride=Q, col_stride=ns, rep_stride=1,
+                        row_groups=B, group_stride=out["group_stride"]))
+    il, std = att.scratch_bytes(qb, kb, D, mode == "streaming")
+    d.bufs += [("scratch (probabilities, accumulator)", per_block(cells, il, "il"), "compute"),
+               ("scratch (scores, softmax state)", per_block(cells, std), "compute"),
+               cx.descriptors(cells, att.STREAMING if mode == "streaming" else att.MATERIALIZED, 0)]
+    if ns > 1:
+        state = per_block(cells, att.state_bytes(qb, D))
+        recv = per_block(canonical(dict(cells, replicas=ns // 2, rep_stride=2)), att.state_bytes(qb, D))
+        d.bufs += [("softmax state", state, "compute"), ("received softmax state", recv, "compute")]
+        d.internal = _tree(cx, state, recv, ns)
+        d.bufs += [cx.descriptors(recv, att.MERGE, 0)] * len(d.internal)
+    return d
+
+
+_CODELET = {OpKind.ADD: vector.ADD, OpKind.GELU: vector.GELU, OpKind.CAST: vector.CAST,
+            OpKind.LAYERNORM: vector.LAYERNORM, OpKind.BROADCAST: vector.COPY}
+
+
+def _contiguous(lay: dict) -> bool:
+    return lay["group_stride"] == (lay["pr"] // lay["row_groups"]) * lay["row_stride"]
+
+
+def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
+    k = o.op.kind
+    out_v = o.graph.value(o.op.outputs[0])
+    rows, cols = matrix_of(out_v.shape)
+    lay = output_layout(ch, path, cx.T, rows, cols, out_v.dtype.itemsize)
+    if k in (OpKind.ADD, OpKind.LAYERNORM, OpKind.CONCAT) and lay["replicas"] > 1:
+        raise Invalid(f"{path}.output.replicas: {lay['replicas']} is invalid for {k.value}; valid: 1")
+    if k is OpKind.LAYERNORM and lay["pc"] > 1 and rows > 64:
+        raise Invalid(f"{path}.output.pc: {lay['pc']} is invalid: column-split LayerNorm only for at most 64 rows")
+    d = Derived(lay, out_from_exchange=k is OpKind.CONCAT)
+    if k is OpKind.CONCAT:
+        b, t = out_v.shape[0], out_v.shape[1]
+        off = 0
+        for i, name in enumerate(o.op.inputs):
+            n = o.graph.value(name).shape[1]
+            d.needs[i] = ("rows", lay, tuple((j * t + off, j * n, n) for j in range(b)))
+            off += n
+        return d
+    has_params = any(kind == "param" for _, kind, _, _ in o.reads)
+    mode = one_of(ch, "params", path, MODES) if has_params else None
+    for i, kind, key, window in o.reads:
+        v = _shape_of(kind, key, cx.g, cx.prog.params, cx.index)
+        sr, sc = matrix_of(v.shape)
+        if window is not None:
+            sc = window[1] - window[0]
+        if (sr, sc) == (rows, cols):
+            need = dict(lay, elem=v.dtype.itemsize, mem="any")
+        elif k is OpKind.BROADCAST or sr == 1 or len(v.shape) == 1:
+            if lay["replicas"] > 1 or not _contiguous(lay):
+                raise Invalid(f"{path}.output: a broadcast operand needs an unreplicated layout with contiguous groups")
+            need = canonical(L(1, sc, 2, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
+                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"]))
+        elif kind == "param" and lay["row_groups"] > 1 and sr * lay["row_groups"] == rows and lay["replicas"] == 1 \
+                and _contiguous(lay):
+            gr, rs = lay["row_groups"], lay["row_stride"]
+            need = canonical(L(sr, sc, v.dtype.itemsize, lay["pr"] // gr, lay["pc"], replicas=gr, start=lay["start"],
+                               row_stride=rs, col_stride=lay["col_stride"], rep_stride=lay["pr"] // gr * rs))
+        elif kind == "param" and sr == rows and lay["replicas"] == 1 and _contiguous(lay):
+            need = dict(lay, elem=v.dtype.itemsize, mem="std", row_align=1, col_align=1)
+        else:
+            raise Invalid(f"{path}: input {i} of shape {tuple(v.shape)} cannot be combined with the output layout")
+        if kind == "param":
+            d.params.append((key, dict(need, mem="std") if need["mem"] == "any" else need, mode))
+        else:
+            d.needs[i] = need
+    codelet = _CODELET[k]
+    d.bufs.append(cx.descriptors(lay, codelet, cx.patched(d.params)))
+    if k is OpKind.LAYERNORM:
+        d.bufs.append(("scratch (statistics)", per_block(lay, vector.layernorm_scratch(cx.target)), "compute"))
+        if lay["pc"] > 1:
+            st_bytes = int(8 * row_sizes(lay).max())
+            stats, recv = per_block(lay, st_bytes), per_block(lay, st_bytes * (lay["pc"] - 1))
+            d.bufs += [("statistics", stats, "compute"), ("received statistics", recv, "compute"),
+                       cx.descriptors(lay, vector.LAYERNORM_STATS, 0)]
+            bt = block_tiles(lay, cx.T)[0]
+            pc = lay["pc"]
+            src = np.concatenate([bt[:, j] for j in range(pc)])
+            dst = np.concatenate([bt[:, [jj for jj in range(pc) if jj != j]] for j in range(pc)])
+            d.internal = [block_moves(cx.T, cx.target, src, dst, np.full(len(src), -(-st_bytes // 8) * 8))]
+    get(ch, "output", path)
     return d

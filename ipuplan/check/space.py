@@ -11,9 +11,10 @@ from functools import cached_property
 import numpy as np
 
 from ..ir.graph import OpKind, Role
-from .exchange import fragments
-from .rules import Derived, derive, matrix_of
-from .tiles import block_owners, tile_bytes
+from .exchange import Counts, grid_transfer, stream_transfer
+from .geometry import L, block_bytes, tile_bytes
+from .rules import Ctx, derive
+from .validate import Invalid, canonical
 
 
 @dataclass
@@ -105,14 +106,12 @@ class Space:
     """Literals, what each puts on every tile, and the structure a selection must have.
 
     Literals: ("impl", op, i); ("pair", op, input, a, b, mode) for producer layout a and consumer layout b
-    of an edge; ("home", param). Exactly one literal of every group is true; a home is true when any
-    implementation that stages its parameter is (`implies`); carried values keep one layout (`conflicts`).
+    of an edge. Exactly one literal of every group is true; carried values keep one layout (`conflicts`).
     """
 
     prog: Program
     tiles: int
     groups: dict = field(default_factory=dict)  # group name -> [literal]
-    implies: list = field(default_factory=list)  # (literal, home literal)
     conflicts: list = field(default_factory=list)  # (literal, literal) never both true
     lits: list = field(default_factory=list)
     mem: list = field(default_factory=list)  # per data term: literal index, "std"/"il", first, last, what
@@ -131,20 +130,18 @@ class Space:
             self.lits.append(key)
         return self.index[key]
 
-    def add(self, key: tuple, lay_or_vec, first: int, last: int, what: str, times: int = 1, mem=None) -> None:
-        if isinstance(lay_or_vec, dict):
-            vec, mem = tile_bytes(lay_or_vec, self.tiles) * times, lay_or_vec["mem"]
-        else:
-            vec = lay_or_vec
+    def add(self, key: tuple, lay: dict, first: int, last: int, what: str, times: int = 1) -> None:
+        mem = "std" if lay["mem"] == "any" else lay["mem"]
         self.mem.append((self.lit(key), mem, first, last, what))
-        self.vecs.append(vec)
+        self.vecs.append(tile_bytes(dict(lay, mem=mem), self.tiles, times))
 
-    def moved(self, key: tuple, fs: np.ndarray, fr: np.ndarray, send_b: int, recv_b: int, patch_b: int = 0) -> None:
-        tab = send_b * fs + recv_b * fr + patch_b * (fs > 0)
-        if tab.any() or (fs + fr).any():
+    def moved(self, key: tuple, counts: list[Counts], target, patched: bool = False) -> None:
+        tab = sum(c.table_bytes(target, patched) for c in counts)
+        frg = sum(c.send_pieces + c.recv_pieces for c in counts)
+        if np.any(tab) or np.any(frg):
             self.xlit.append(self.lit(key))
-            self.tables.append(tab.astype(np.int64))
-            self.frags.append((fs + fr).astype(np.int64))
+            self.tables.append(np.asarray(tab, np.int64))
+            self.frags.append(np.asarray(frg, np.int64))
 
     @cached_property
     def arrays(self):
@@ -158,8 +155,24 @@ class Space:
         return (D, meta[:, 0], meta[:, 1], meta[:, 2], meta[:, 3].astype(bool), X, F, np.array(self.xlit, np.int64))
 
 
-def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool) -> Space:
-    """Every candidate of every op, derived by the checker's rules; raises ValueError naming a bad one."""
+def home_of(key: str, staged: dict, T: int) -> dict:
+    """A staged parameter's home: the staged layout's blocks (as stored) end to end, split over all tiles."""
+    return canonical(L(1, int(block_bytes(staged).sum()), 1, pr=T, start=sum(key.encode()) * 37 % T, flat=True))
+
+
+def relay_of(need: dict, T: int) -> dict:
+    return canonical(dict(need, replicas=1, rep_stride=0, row_stride=0, group_stride=0, col_stride=1,
+                          start=(need["start"] + T // 2) % T, mem="std", row_align=1, col_align=1))
+
+
+def accepts(need: dict, src: dict) -> bool:
+    """The consumer reads the producer's buffer itself: same layout (either memory class for "any")."""
+    return need == src or (need["mem"] == "any" and dict(src, mem="any") == need)
+
+
+def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool, where: str) -> Space:
+    """Every candidate of every op, derived by the checker's rules; raises Invalid naming a bad record
+    (`where`: how the records are addressed, e.g. "plan.json: choices")."""
     prog = walk(g)
     T = target.tiles
     sp = Space(prog, T)
@@ -167,45 +180,38 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
     missing = [o.key for o in prog.ops if o.key not in candidates]
     extra = sorted(set(candidates) - set(index))
     if missing or extra:
-        raise ValueError(f"choices do not match the graph's ops (missing {missing[:3]}, unknown {extra[:3]})")
+        raise Invalid(f"{where}: the ops do not match the model's (missing {missing[:3]}, unknown {extra[:3]})")
+    cx = Ctx(g, prog, index, target, batch)
     nsteps = prog.nsteps
-    sb, rb, pb = target.send_fragment_bytes, target.recv_fragment_bytes, target.patch_word_bytes
-    homes: dict[str, list] = {}
     for o in prog.ops:
         for i, choice in enumerate(candidates[o.key]):
-            try:
-                d = derive(o, choice, g, prog.params, prog.consumers, index, target, batch)
-            except (ValueError, KeyError, TypeError) as e:
-                raise ValueError(f"choice {i} for {o.key}: {e}") from None
+            path = f"{where}.{o.key}" + (f"[{i}]" if len(candidates[o.key]) > 1 or where.endswith("candidates") else "")
+            d = derive(cx, o, choice, path)
+            _compare_output(o, choice, d, path)
             sp.derived[(o.key, i)] = d
             lit = ("impl", o.key, i)
             sp.lit(lit)
-            _internal(sp, lit, d, choice, T, sb, rb)
             sp.add(lit, d.out, o.x if d.out_from_exchange else o.c, prog.last[o.key], f"{o.key} (output)")
-            if d.scratch is not None:
-                sp.add(lit, d.scratch, o.c, o.c, f"{o.key} (scratch)", mem="std")
-            if d.rope is not None:
-                sp.add(lit, d.rope, 0, nsteps - 1, f"{o.key} (RoPE tables)")
+            span = {"compute": (o.c, o.c), "operand": (o.x, o.c), "program": (0, nsteps - 1)}
+            for role, lay, life in d.bufs:
+                sp.add(lit, lay, *span[life], f"{o.key} ({role})")
+            for counts in d.internal:
+                sp.moved(lit, [counts], target)
             for key, lay, mode in d.params:
                 count = prog.params[key][1]
                 if mode == "resident":
                     sp.add(lit, lay, 0, nsteps - 1, f"{key} (resident x{count})", times=count)
                 else:
+                    home = home_of(key, lay, T)
+                    sp.add(lit, home, 0, nsteps - 1, f"{key} (home x{count})", times=count)
                     sp.add(lit, lay, o.x, o.c, f"{key} (staged)")
-                    homes.setdefault(key, []).append(lit)
-                    sp.moved(lit, *fragments(home_layout(key, prog.params, T), None, lay, T), sb, rb,
-                             pb if count > 1 else 0)
+                    sp.moved(lit, [stream_transfer(home, lay, T, target)], target, patched=count > 1)
             for idx, kind, key, _ in o.reads:
                 need = d.needs.get(idx)
                 if kind == "input" and need is not None:
                     sp.add(lit, need, 0, o.c, f"{key} (host input)")
         sp.groups[o.key] = [("impl", o.key, i) for i in range(len(candidates[o.key]))]
-    for key, users in homes.items():
-        h = ("home", key)
-        sp.add(h, home_layout(key, prog.params, T), 0, nsteps - 1, f"{key} (home x{prog.params[key][1]})",
-               times=prog.params[key][1])
-        sp.implies += [(u, h) for u in users]
-    _edges(sp, prog, candidates, relays, sb, rb)
+    _edges(sp, prog, candidates, relays, target)
     for outer, res in prog.ties:
         for i in range(len(candidates[outer])):
             for j in range(len(candidates[res])):
@@ -214,20 +220,25 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
     return sp
 
 
-def home_layout(key: str, params: dict, T: int) -> dict:
-    v, _ = params[key]
-    r, c = matrix_of(v.shape)
-    return {"rows": r, "cols": c, "elem": v.dtype.itemsize, "pr": T, "pc": 1, "replicas": 1,
-            "start": sum(key.encode()) * 37 % T, "row_stride": 0, "col_stride": 1, "rep_stride": 0,
-            "row_groups": 1, "flat": True, "mem": "std", "row_align": 1, "col_align": 1}
+def _compare_output(o, choice: dict, d, path: str) -> None:
+    """A recorded output layout must be the derived one (element-wise outputs were read from it)."""
+    rec = choice.get("output") if isinstance(choice, dict) else None
+    if not isinstance(rec, dict):
+        raise Invalid(f"{path}.output: missing")
+    keys = set(d.out)
+    if set(rec) != keys:
+        raise Invalid(f"{path}.output: fields {sorted(set(rec) ^ keys)} are not those of a layout")
+    try:
+        rec = canonical(rec)
+    except (TypeError, KeyError, ZeroDivisionError):
+        raise Invalid(f"{path}.output: not a layout") from None
+    for k in sorted(keys):
+        if rec[k] != d.out[k]:
+            raise Invalid(f"{path}.output.{k}: {rec[k]!r} disagrees with the layout {o.op.kind.value} derives "
+                          f"({d.out[k]!r})")
 
 
-def relay_of(need: dict, T: int) -> dict:
-    return dict(need, replicas=1, rep_stride=0, row_stride=0, col_stride=1, start=(need["start"] + T // 2) % T,
-                mem="std")
-
-
-def _edges(sp: Space, prog: Program, candidates, relays: bool, sb: int, rb: int) -> None:
+def _edges(sp: Space, prog: Program, candidates, relays: bool, target) -> None:
     """Every activation read between ops: producer layouts x consumer layouts x transport modes."""
     T = sp.tiles
     for o in prog.ops:
@@ -238,7 +249,7 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, sb: int, rb: int)
             if all(n is None for n in needs):
                 continue
             if any(n is None for n in needs):
-                raise ValueError(f"{o.key} input {idx}: some candidates write it in place, others do not")
+                raise Invalid(f"{o.key} input {idx}: some candidates write it in place, others do not")
             srcs, dsts = [], []
             for i in range(len(candidates[key])):
                 out = sp.derived[(key, i)].out
@@ -251,42 +262,29 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, sb: int, rb: int)
             group = []
             for a, src in enumerate(srcs):
                 for b, dst in enumerate(dsts):
-                    if window is None and src == dst:
+                    if isinstance(dst, tuple):  # written into rows of the op's output
+                        lit = ("pair", o.key, idx, a, b, "direct")
+                        group.append(lit)
+                        sp.moved(lit, [grid_transfer(src, None, dst[1], T, target, rows=seg) for seg in dst[2]],
+                                 target)
+                        continue
+                    if window is None and accepts(dst, src):
                         group.append(("pair", o.key, idx, a, b, "none"))
                         continue
-                    for mode in ["direct"] + (["relay"] if relays and dst["replicas"] > 1 else []):
+                    alloc = dict(dst, mem="std") if dst["mem"] == "any" else dst
+                    for mode in ["direct"] + (["relay"] if relays and alloc["replicas"] > 1 else []):
                         lit = ("pair", o.key, idx, a, b, mode)
                         group.append(lit)
-                        sp.add(lit, dst, o.x, o.c, f"{name} (exchanged copy)")
+                        sp.add(lit, alloc, o.x, o.c, f"{name} (exchanged copy)")
                         if mode == "direct":
-                            sp.moved(lit, *fragments(src, window, dst, T), sb, rb)
+                            sp.moved(lit, [grid_transfer(src, window, alloc, T, target)], target)
                         else:
-                            relay = relay_of(dst, T)
+                            relay = relay_of(alloc, T)
                             sp.add(lit, relay, o.x, o.x, f"{name} (relay buffer)")
-                            fs1, fr1 = fragments(src, window, relay, T)
-                            fs2, fr2 = fragments(relay, None, dst, T)
-                            sp.moved(lit, fs1 + fs2, fr1 + fr2, sb, rb)
-            for g in group:
-                sp.lit(g)
+                            sp.moved(lit, [grid_transfer(src, window, relay, T, target),
+                                           grid_transfer(relay, None, alloc, T, target)], target)
+            for gl in group:
+                sp.lit(gl)
             sp.groups[name] = group
             sp.ends[name] = (key, o.key, idx, [srcs.index(sp.derived[(key, i)].out) for i in range(len(candidates[key]))],
                              [dsts.index(n) for n in needs])
-
-
-def _internal(sp: Space, lit, d: Derived, choice: dict, T: int, sb: int, rb: int) -> None:
-    """Exchanges inside one op: partial-sum reduction, cross-tile statistics, concat's direct writes."""
-    if choice.get("kind") == "matmul" and choice["pk"] > 1:
-        out, pk = d.out, choice["pk"]
-        rs = out["row_stride"] or out["pc"]
-        i = np.arange(out["pr"])[:, None] * rs
-        j = np.arange(out["pc"])[None, :] * out["col_stride"]
-        senders = np.zeros(T, np.int64)
-        for r in range(1, pk):
-            np.add.at(senders, ((out["start"] + r + i + j) % T).ravel(), 1)
-        sp.moved(lit, senders, block_owners(out, T) * (pk - 1), sb, rb)
-    elif choice.get("statistics") == "cross-tile":
-        own = block_owners(d.out, T)
-        sp.moved(lit, own, own * (d.out["pc"] - 1), sb, rb)
-    elif choice.get("kind") == "concat":
-        own = block_owners(d.out, T)
-        sp.moved(lit, own, own * 2, sb, rb)

@@ -27,13 +27,14 @@ def pack_patches(pixels: np.ndarray, spec: ModelSpec, where: str = "pixels") -> 
 def rope_tables(spec: ModelSpec) -> tuple[np.ndarray, np.ndarray]:
     """2-D RoPE sin/cos tables [patches, head_dim] in the interleaved layout of timm's RotaryEmbeddingCat.
 
-    Per patch at grid (row i, column j): coordinates (x, y) = (j + 1, i + 1) ("xy" indexing, offset 1),
-    bands f_m = 10000^(-m / (head_dim/4)) for m < head_dim/4; angles [x f_0.., y f_0..], each repeated twice.
+    Per patch at grid (row i, column j): coordinates (x, y) = (j + o, i + o) ("xy" indexing, o the model's
+    rope_grid_offset), bands f_m = 10000^(-m / (head_dim/4)) for m < head_dim/4; angles [x f_0.., y f_0..],
+    each repeated twice.
     """
     g, d = spec.grid, spec.head_dim
     nb = d // 4
     bands = (1.0 / (np.float32(10000.0) ** (np.arange(nb, dtype=np.float32) / np.float32(nb)))).astype(np.float32)
-    t = np.arange(g, dtype=np.float32) + np.float32(1.0)
+    t = np.arange(g, dtype=np.float32) + np.float32(spec.rope_offset)
     t = (t / np.float32(g) * np.float32(g)).astype(np.float32)  # reference-shape rescale (identity at 24x24)
     xs, ys = np.meshgrid(t, t, indexing="xy")
     grid = np.stack([xs, ys], -1)  # [g, g, 2]

@@ -48,6 +48,8 @@ _TOP = (
     Field("class_token", bool, "prepend a learned class token"),
     Field("pre_norm", bool, "LayerNorm before the first block"),
     Field("rope", str, "rotary position embedding in attention", choices=("none", "2d")),
+    Field("rope_grid_offset", int, "RoPE patch coordinates start here (timm rope_grid_offset: 1 for L/14, 0 for G/14)",
+          default=1, lo=0, hi=16),
     Field("post_norm", bool, "LayerNorm after the last block"),
     Field("head", dict, "pooling head: kind, heads, mlp, proj"),
     Field("precision", str, "GEMM operand precision", choices=tuple(p.value for p in Precision)),
@@ -86,6 +88,7 @@ class ModelSpec:
     class_token: bool
     pre_norm: bool
     rope: bool
+    rope_offset: int
     post_norm: bool
     head_kind: HeadKind
     head_heads: int
@@ -179,7 +182,8 @@ def load_model(path: str | Path) -> ModelSpec:
         name=top["model"], family=fam, image_size=img["size"], channels=img["channels"], patch=img["patch"],
         width=top["width"], layers=top["layers"], heads=top["heads"], mlp=top["mlp"],
         activation=Activation(top["activation"]), norm_eps=top["norm_eps"], patch_bias=top["patch_bias"], class_token=top["class_token"],
-        pre_norm=top["pre_norm"], rope=top["rope"] == "2d", post_norm=top["post_norm"], head_kind=hk,
+        pre_norm=top["pre_norm"], rope=top["rope"] == "2d", rope_offset=top["rope_grid_offset"],
+        post_norm=top["post_norm"], head_kind=hk,
         head_heads=head["heads"], head_mlp=head["mlp"], head_proj=head["proj"],
         precision=Precision(top["precision"]), fp8_scale=top["fp8_scale"], fuse_qkv=top["fuse_qkv"],
         path=str(path), locs=locs,

@@ -111,12 +111,13 @@ def _siglip(n: _Native, s: ModelSpec) -> dict[str, list[np.ndarray] | np.ndarray
 def _pe(n: _Native, s: ModelSpec) -> dict:
     W, p, C, M = s.width, s.patch, s.channels, s.mlp
     out: dict = {
-        "cls": n.get("cls_token", (1, 1, W)),
         "pos": n.get("pos_embed", (1, s.tokens, W))[0],
         "embed.w": _patch_matrix(n.get("patch_embed.proj.weight", (W, C, p, p))),
         "ln_pre.g": n.get("norm_pre.weight", (W,)), "ln_pre.b": n.get("norm_pre.bias", (W,)),
         "ln_post.g": n.get("norm.weight", (W,)), "ln_post.b": n.get("norm.bias", (W,)),
     }
+    if s.class_token:
+        out["cls"] = n.get("cls_token", (1, 1, W))
     for i in range(s.layers):
         lp = f"blocks.{i}."
         qkv_w = n.get(lp + "attn.qkv.weight", (3 * W, W))

@@ -31,7 +31,6 @@ class _State:
     frags: np.ndarray
     peak: int = 0
     peak_tables: int = 0
-    homes: set = field(default_factory=set)
 
 
 def _index(p: Problem):
@@ -59,14 +58,14 @@ def _apply(p: Problem, st: _State, lit: tuple, by_lit, x_by_lit) -> None:
 
 def _fits(p: Problem, st: _State) -> bool:
     a = p.acct
-    resident = st.tables if a.tables_in_memory else 0
-    st.peak = int((st.total + resident).max()) + a.support
+    resident = a.table_alloc(st.tables) if a.tables_in_memory else 0
+    st.peak = int((st.total + resident).max()) + a.support + a.headroom
     st.peak_tables = int(st.tables.max())
     if st.peak > a.usable or int(st.il.max()) > a.region1:
         return False
     if st.peak_tables > a.table_budget or int(st.frags.max()) > a.fragment_limit:
         return False
-    return not (a.tables_in_memory and st.peak_tables + a.support > a.region0)
+    return not (a.tables_in_memory and int(a.table_alloc(st.peak_tables)) + a.support > a.region0)
 
 
 def _prune(states: list[_State], width: int) -> list[_State]:
@@ -104,13 +103,9 @@ def beam_search(p: Problem, width: int = 64, finalists: int = 8) -> tuple[list[s
                     continue
                 expanded += 1
                 s = _State(dict(st.picks), set(st.lits), st.cycles, st.total.copy(), st.il.copy(),
-                           st.tables.copy(), st.frags.copy(), homes=set(st.homes))
+                           st.tables.copy(), st.frags.copy())
                 s.picks[op] = i
                 _apply(p, s, ("impl", op, i), by_lit, x_by_lit)
-                for pu in im.params:
-                    if pu.mode.value == "staged" and pu.key not in s.homes:
-                        s.homes.add(pu.key)
-                        _apply(p, s, ("home", pu.key), by_lit, x_by_lit)
                 for ei in edges_in.get(op, ()):
                     e = p.edges[ei]
                     a, b = e.src_of_impl[s.picks[e.producer]], e.dst_of_impl[i]

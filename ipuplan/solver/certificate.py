@@ -5,38 +5,40 @@ checker's own code (ipuplan/check/certificate.py); the naming of rows and select
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
 
-from ..check.certificate import catalogue_digest  # the format's hash; no constraint code is shared
-from ..plan import layout_record
-from .catalogue import Impl
+from ..bounds import machine_bound
+from ..catalogue.records import catalogue_records, choice_record  # noqa: F401 (choice_record: the plan's records)
+from ..formats import catalogue_digest  # the format's hash; no constraint code is shared
+from .budget import Budget
 from .model import Guard
 from .problem import Problem
 from .shrink import cpsat_conflicts, shrink
 
-
-def choice_record(im: Impl, i: int) -> dict:
-    """An implementation as plan.json records a choice (and a certificate lists a candidate)."""
-    rec = {"impl": i, "label": im.label, **{k: v for k, v in im.fields.items() if k != "layout"}}
-    rec["output"] = layout_record(im.out)
-    return rec
-
-
-def catalogue_records(impls: dict[str, list[Impl]]) -> dict[str, list[dict]]:
-    return {op: [choice_record(im, i) for i, im in enumerate(v)] for op, v in impls.items()}
+Z3_RLIMIT_PER_SECOND = 2_000_000  # z3 resource units granted per deterministic second of effort
 
 
 @dataclass
 class Row:
+    """sum(coef . x) + alloc(sum(tcoef . x)) <= cap, alloc(t) = 0 for t = 0, else t plus the fetch guard rounded
+    up to whole region-0 elements (tcoef: the exchange tables of rows that hold them in memory)."""
+
     kind: str  # memory, region1, region0, tables, fragments
     tile: int
     step: int | None
     coef: dict  # solver literal -> bytes (or fragments)
     cap: int
+    tcoef: dict = field(default_factory=dict)
+
+    def linear(self) -> dict:
+        """The row with its tables counted at their bytes (a relaxation: alloc(t) >= t)."""
+        out = dict(self.coef)
+        for k, v in self.tcoef.items():
+            out[k] = out.get(k, 0) + v
+        return out
 
     def name(self, p: Problem) -> str:
         at = f", {p.steps[self.step]}" if self.step is not None else ""
@@ -56,7 +58,7 @@ class Rows:
         self.X = np.stack([p.vectors[x.tables] for x in p.xcontribs]) if p.xcontribs else None
         self.F = np.stack([p.vectors[x.frags] for x in p.xcontribs]) if p.xcontribs else None
         self.xl = [x.lit for x in p.xcontribs]
-        self.caps = {"memory": a.usable - a.support, "region1": a.region1, "region0": a.region0 - a.support,
+        self.caps = {"memory": a.capacity, "region1": a.region1, "region0": a.region0 - a.support,
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
     def _add(self, out: dict, lits, vals) -> None:
@@ -65,15 +67,17 @@ class Rows:
                 out[lit] = out.get(lit, 0) + int(v)
 
     def row(self, kind: str, tile: int, step: int | None = None) -> Row:
-        p, coef, xl = self.p, {}, self.xl
+        p, coef, tcoef, xl = self.p, {}, {}, self.xl
         if kind in ("memory", "region1"):
             live = (self.first <= step) & (step <= self.last) & (self.il if kind == "region1" else True)
             self._add(coef, [p.contribs[i].lit for i in np.flatnonzero(live)], self.D[live, tile])
-        if self.X is not None and (kind == "tables" or (kind in ("memory", "region0") and p.acct.tables_in_memory)):
+        if self.X is not None and kind == "tables":
             self._add(coef, xl, self.X[:, tile])
+        if self.X is not None and kind in ("memory", "region0") and p.acct.tables_in_memory:
+            self._add(tcoef if p.acct.table_element else coef, xl, self.X[:, tile])
         if kind == "fragments" and self.F is not None:
             self._add(coef, xl, self.F[:, tile])
-        return Row(kind, tile, step, coef, self.caps[kind])
+        return Row(kind, tile, step, coef, self.caps[kind], tcoef)
 
 
 def groups(p: Problem) -> dict[str, list[tuple]]:
@@ -89,24 +93,22 @@ def edge_name(e) -> str:
 
 
 def cheapest(p: Problem, row: Row, gs=None) -> tuple[int, list[dict]]:
-    """The counting bound of a row and the group minima it is made of (largest first). A parameter's home
-    is charged to the first op that may stage it: whichever of that op's candidates stages the parameter
-    brings the home with it (it is live for the whole program), so the bound stays a lower bound."""
-    homes: dict[tuple, list[str]] = {}
-    for key, users in p.homes.items():
-        first = users[0][0]
-        for op, i in users:
-            if op == first and row.coef.get(("home", key), 0):
-                homes.setdefault(("impl", op, i), []).append(key)
-    parts = []
+    """The counting bound of a row and the group minima it is made of (largest first): every group's cheapest
+    data bytes, plus the table elements of every group's cheapest tables (the allocation grows with the tables,
+    so it is at least that of their smallest sum). A staged parameter's home is part of its implementation."""
+    parts, tables = [], 0
     for name, g in (gs or groups(p)).items():
-        vals = [row.coef.get(k, 0) + sum(row.coef[("home", h)] for h in homes.get(k, ())) for k in g]
+        vals = [row.coef.get(k, 0) for k in g]
         if not vals:  # an op without candidates: no selection at all (z3 proves it from the rules alone)
             continue
+        tables += min(row.tcoef.get(k, 0) for k in g)
         j = int(np.argmin(vals))
         if vals[j]:
-            label = _label(p, g[j]) + "".join(f" + home of {h}" for h in homes.get(g[j], ()))
+            label = _label(p, g[j])
             parts.append({"group": name, "cheapest": label, "bytes": int(vals[j])})
+    if tables:
+        parts.append({"group": "exchange tables", "cheapest": f"{tables:,} B in whole elements",
+                      "bytes": int(p.acct.table_alloc(tables))})
     parts.sort(key=lambda d: -d["bytes"])
     return sum(d["bytes"] for d in parts), parts
 
@@ -164,9 +166,6 @@ def _clauses(p: Problem):
         for pr in e.pairs:
             for op, of, end in ((e.producer, e.src_of_impl, pr.src), (e.consumer, e.dst_of_impl, pr.dst)):
                 yield "any", pr.lit, [("impl", op, i) for i, a in of.items() if a == end]
-    for key, users in p.homes.items():
-        for op, i in users:
-            yield "any", ("impl", op, i), [("home", key)]
     for outer, res in p.ties:
         po, pr_ = p.sched.buffers[outer].producer, p.sched.buffers[res].producer
         for i, u in enumerate(p.impls[po]):
@@ -189,10 +188,6 @@ def _structure(p: Problem):
                     if s == a:
                         c[("impl", op, i)] = c.get(("impl", op, i), 0) - 1
                 out.append((f"{side}:{name}:{a}", c, 0, True))
-    for key, users in p.homes.items():  # one op's staging implementations are exclusive: their sum <= home
-        for op in dict.fromkeys(op for op, _ in users):
-            c = {("impl", o, i): 1 for o, i in users if o == op}
-            out.append((f"home:{key}:{op}", {**c, ("home", key): -1}, 0, False))
     return out
 
 
@@ -203,10 +198,11 @@ def farkas(p: Problem, rows: list[Row]):
     from scipy.sparse import lil_matrix
 
     rules = _structure(p)
-    lits = sorted({k for r in rows for k in r.coef} | {k for _, c, _, _ in rules for k in c}, key=repr)
+    lin = [r.linear() for r in rows]
+    lits = sorted({k for c in lin for k in c} | {k for _, c, _, _ in rules for k in c}, key=repr)
     col = {k: i for i, k in enumerate(lits)}
     n = len(lits) + 1
-    ineq = [(r.coef, r.cap, True) for r in rows] + [(c, b, False) for _, c, b, eq in rules if not eq]
+    ineq = [(c, r.cap, True) for c, r in zip(lin, rows)] + [(c, b, False) for _, c, b, eq in rules if not eq]
     eqs = [(c, b) for _, c, b, eq in rules if eq]
     A = lil_matrix((len(ineq), n))
     for i, (c, _, elastic) in enumerate(ineq):
@@ -238,11 +234,17 @@ def farkas(p: Problem, rows: list[Row]):
     return (weights, mult, margin) if margin > 0 else None
 
 
-def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], deadline: float):
+MAX_LP_SOLVES = 400  # deterministic cap on the LP solves of one Farkas row deletion
+
+
+def _fewest_rows(p: Problem, rows: list[Row], keep: list[int]):
     """Drop rows while the rest still has a Farkas certificate: at the end every row is needed (without any
     one of them the LP relaxation has a fractional solution, so no weights exist)."""
+    solves = [0]
+
     def conflicts(trial: list[int]):
-        if time.perf_counter() > deadline:
+        solves[0] += 1
+        if solves[0] > MAX_LP_SOLVES:
             return None
         return trial if farkas(p, [rows[j] for j in trial]) is not None else False
 
@@ -254,7 +256,7 @@ def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
     c: dict = {}
     d = Fraction(0)
     for r, w in zip(rows, weights):
-        for k, v in r.coef.items():
+        for k, v in r.linear().items():
             c[k] = c.get(k, 0) + w * v
         d += w * r.cap
     for name, coefs, rhs, _ in rules:
@@ -266,16 +268,15 @@ def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
     return sum((v for v in c.values() if v < 0), Fraction(0)) - d
 
 
-def exact_core(p: Problem, rows: list[Row], seconds: float) -> tuple[list[int], bool] | None:
+def exact_core(p: Problem, rows: list[Row], budget: Budget) -> tuple[list[int], bool] | None:
     """CP-SAT on the exact rows and the selection rules alone, one assumption literal per row: the rows it
     needs, shrunk by deletion until each is necessary (second value: the deletion finished). None: the rows
-    do not conflict (or time ran out). A search aid; the certificate's proof is Farkas or z3."""
-    deadline = time.perf_counter() + seconds
-    keep = cpsat_conflicts(*_row_model(p, rows, range(len(rows))), deadline)(list(range(len(rows))))
+    do not conflict (or the effort ran out). A search aid; the certificate's proof is Farkas or z3."""
+    keep = cpsat_conflicts(*_row_model(p, rows, range(len(rows))), budget)(list(range(len(rows))))
     if keep is None or keep is False:
         return None
     # a smaller model for the deletion: only the rows still in question
-    return shrink(keep, cpsat_conflicts(*_row_model(p, rows, keep), deadline))
+    return shrink(keep, cpsat_conflicts(*_row_model(p, rows, keep), budget))
 
 
 def _row_model(p: Problem, rows: list[Row], members):
@@ -300,19 +301,29 @@ def _row_model(p: Problem, rows: list[Row], members):
     guard = {}
     for i in members:
         guard[i] = m.NewBoolVar(f"row{i}")
-        keys = [k for k, v in rows[i].coef.items() if v]
-        m.Add(cp_model.LinearExpr.WeightedSum([b(k) for k in keys], [rows[i].coef[k] for k in keys])
-              <= rows[i].cap).OnlyEnforceIf(guard[i])
+        r = rows[i]
+        keys = [k for k, v in r.coef.items() if v]
+        lhs = cp_model.LinearExpr.WeightedSum([b(k) for k in keys], [r.coef[k] for k in keys])
+        if r.tcoef:
+            el, gd, big = p.acct.table_element, p.acct.table_guard, sum(r.tcoef.values())
+            tk = [k for k, v in r.tcoef.items() if v]
+            t = cp_model.LinearExpr.WeightedSum([b(k) for k in tk], [r.tcoef[k] for k in tk])
+            e = m.NewIntVar(0, big // el + 2, f"elements{i}")
+            used = m.NewBoolVar(f"used{i}")
+            m.Add(t <= big * used)
+            m.Add(el * e >= t + gd * used)
+            lhs = lhs + el * e
+        m.Add(lhs <= r.cap).OnlyEnforceIf(guard[i])
     return m, guard
 
 
-def z3_core(p: Problem, rows: list[Row], seconds: float, shrink_rows: bool = True) -> tuple[list[int], bool] | None:
+def z3_core(p: Problem, rows: list[Row], budget: Budget, shrink_rows: bool = True) -> tuple[list[int], bool] | None:
     """Re-prove the rows with z3 over the full selection structure (ties included); each row behind an
     assumption, z3's unsat core is shrunk by deletion so that every remaining row is needed (second value:
-    the deletion finished). None: not unsat."""
+    the deletion finished). None: not unsat. z3 runs on a resource limit, not a timeout (deterministic)."""
     import z3
 
-    deadline = time.perf_counter() + seconds
+    rlimit = [int(budget.left() * Z3_RLIMIT_PER_SECOND)]
     lits: dict = {}
 
     def b(k):
@@ -320,7 +331,7 @@ def z3_core(p: Problem, rows: list[Row], seconds: float, shrink_rows: bool = Tru
             lits[k] = z3.Bool(repr(k))
         return lits[k]
 
-    s = z3.Solver()
+    s = z3.SolverFor("QF_FD")  # finite-domain SAT + pseudo-Boolean engine: fast on these rows
     for c in _clauses(p):
         if c[0] == "one":
             s.add(z3.PbEq([(b(k), 1) for k in c[1]], 1))
@@ -330,15 +341,16 @@ def z3_core(p: Problem, rows: list[Row], seconds: float, shrink_rows: bool = Tru
             s.add(z3.Not(z3.And(b(c[1]), b(c[2]))))
     guard = [z3.Bool(f"row{i}") for i in range(len(rows))]
     for gi, r in zip(guard, rows):
-        terms = [(b(k), v) for k, v in r.coef.items() if v]
-        s.add(z3.Implies(gi, z3.PbLe(terms, r.cap) if terms else z3.BoolVal(r.cap >= 0)))
+        s.add(z3.Implies(gi, _z3_row(z3, r, b, p.acct.table_element, p.acct.table_guard)))
 
     def unsat(members: list[int]):
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        budget.check_wall()
+        if rlimit[0] <= 0:
             return None
-        s.set("timeout", max(1, int(left * 1000)))
+        s.set("rlimit", rlimit[0])
         res = s.check([guard[i] for i in members])
+        used = int(s.statistics().get_key_value("rlimit count")) if "rlimit count" in s.statistics().keys() else 0
+        rlimit[0] -= max(used, 1)
         if res == z3.unknown:
             return None
         if res == z3.sat:
@@ -352,26 +364,35 @@ def z3_core(p: Problem, rows: list[Row], seconds: float, shrink_rows: bool = Tru
     return shrink(keep, unsat, chunked=False) if shrink_rows else (keep, False)
 
 
-def machine_bound(p: Problem) -> dict:
-    """Parameters plus the logical activation bytes live at the fullest program point, against every tile's
-    usable bytes minus support: independent of the catalogue (it holds for any layout)."""
-    a, T = p.acct, p.target.tiles
-    params = sum(info.value.nbytes * info.count for info in p.sched.params.values())
-    live = np.zeros(len(p.steps), np.int64)
-    for buf in p.sched.buffers.values():
-        if buf.producer:
-            live[buf.first:buf.last + 1] += buf.value.nbytes
-    step = int(np.argmax(live))
-    need = params + int(live[step])
-    have = T * (a.usable - a.support)
-    return {"parameter_bytes": int(params), "live_activation_bytes": int(live[step]), "at": p.steps[step],
-            "needs_bytes": need, "capacity_bytes": have, "proves": need > have}
+def _z3_row(z3, r: Row, b, element: int, guard: int):
+    """One row for z3, all pseudo-Boolean: with tables in memory, their whole-element allocation counted by
+    ordered element literals e_1 >= e_2 >= ... (tables + guard <= element * sum(e) whenever any table literal
+    is chosen)."""
+    terms = [(b(k), v) for k, v in r.coef.items() if v]
+    if not r.tcoef:
+        return z3.PbLe(terms, r.cap) if terms else z3.BoolVal(r.cap >= 0)
+    tab = [(b(k), v) for k, v in r.tcoef.items() if v]
+    tag = f"{r.kind}_{r.tile}_{r.step}"
+    used = z3.Bool(f"tables_used_{tag}")
+    e = [z3.Bool(f"element{n}_{tag}") for n in range(-(-(sum(v for _, v in tab) + guard) // element))]
+    parts = [z3.Implies(x, used) for x, _ in tab]
+    parts += [z3.Implies(e[n + 1], e[n]) for n in range(len(e) - 1)]
+    parts.append(z3.PbLe(tab + [(used, guard)] + [(z3.Not(x), element) for x in e], element * len(e)))
+    parts.append(z3.PbLe(terms + [(x, element) for x in e], r.cap))
+    return z3.And(parts)
 
 
-def build_certificate(p: Problem, classes, core: list[Guard], seconds: float) -> dict:
+def build_certificate(p: Problem, classes, core: list[Guard], sub: Budget, parent: Budget | None = None) -> dict:
     """The certificate body (without inputs and digest): scope, rows, kind and proof data. `kind` is None
-    when no proof was found within `seconds` (the verdict then rests on CP-SAT alone, said so)."""
-    t0 = time.perf_counter()
+    when no proof was found within the effort (the verdict is then UNKNOWN, said so)."""
+    try:
+        return _certificate(p, classes, core, sub)
+    finally:
+        if parent is not None:
+            parent.spend(sub.spent)
+
+
+def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict:
     cands = catalogue_records(p.impls)
     n = sum(len(v) for v in cands.values())
     body = {
@@ -379,7 +400,9 @@ def build_certificate(p: Problem, classes, core: list[Guard], seconds: float) ->
                   "catalogue_sha256": catalogue_digest(cands),
                   "statement": f"no combination of the {n} catalogued implementations of these "
                                f"{len(cands)} ops fits (a statement about this catalogue, not every layout)"},
-        "candidates": cands, "machine": machine_bound(p), "core": [g.name for g in core],
+        "candidates": cands, "core": [g.name for g in core],
+        "machine": machine_bound(p.graph, p.target, p.acct.support if p.acct.mode == "seeds" else None)
+        if p.graph is not None else None,
     }
     rows = Rows(p)
     cand = rows_from_core(p, classes, core, rows)
@@ -388,27 +411,24 @@ def build_certificate(p: Problem, classes, core: list[Guard], seconds: float) ->
     best = max(range(len(cand)), key=lambda i: low[i][0] - cand[i].cap, default=None)
     if best is not None and low[best][0] > cand[best].cap:
         body.update(kind="counting", rows=[_row_doc(p, cand[best], low[best], 1)], rows_minimal=True)
-        body["seconds"] = round(time.perf_counter() - t0, 3)
         return body
 
-    def left() -> float:
-        return max(1.0, seconds - (time.perf_counter() - t0))
-
-    found = exact_core(p, cand, left() / 2)
+    half = budget.share(0.5)
+    found = exact_core(p, cand, half)
+    budget.spend(half.spent)
     need, minimal = found if found else (list(range(len(cand))), False)
     sub = [cand[i] for i in need]
     if sub and farkas(p, sub) is not None:
-        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, time.perf_counter() + left() / 2)
+        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need)
         body.update(kind="farkas", rows=[_row_doc(p, cand[i], low[i], w) for i, w in zip(keep, weights) if w > 0],
                     rows_minimal=done,
                     farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
                             "margin_float": float(margin)})
-    elif found and (proof := z3_core(p, sub, left(), shrink_rows=not minimal)):
+    elif found and (proof := z3_core(p, sub, budget, shrink_rows=not minimal)):
         body.update(kind="z3", rows=[_row_doc(p, sub[i], low[need[i]], None) for i in proof[0]],
                     rows_minimal=minimal or proof[1])
     else:
         body.update(kind=None, rows=[_row_doc(p, r, lw, None) for r, lw in zip(cand, low)], rows_minimal=False)
-    body["seconds"] = round(time.perf_counter() - t0, 3)
     return body
 
 
@@ -418,17 +438,3 @@ def _row_doc(p: Problem, r: Row, low, weight) -> dict:
     if weight is not None:
         d["weight"] = str(weight)
     return d
-
-
-def regenerate_catalogue(cert: dict) -> dict[str, list[dict]]:
-    """This version's catalogue for a certificate's inputs: what its scope statement must refer to."""
-    from ..model import build_graph, load_model
-    from ..target import load_target
-    from .catalogue import Ctx, build_catalogue
-    from .schedule import build_schedule
-
-    spec = load_model(cert["inputs"]["model"]["path"]).with_options(
-        layers=cert["layers"], precision=cert["precision"], fuse_qkv=cert["fuse_qkv"])
-    g = build_graph(spec, cert["batch"])
-    return catalogue_records(build_catalogue(Ctx(load_target(cert["inputs"]["target"]["path"]), build_schedule(g),
-                                                 cert["batch"])))

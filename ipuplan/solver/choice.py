@@ -4,7 +4,7 @@ For op o: sum_i x[o,i] == 1. For edge e from producer p to consumer c, with u[p,
 implementations whose output is layout a and v[c,b] likewise for the needed layout b, pair literals
 z[e,a,b,mode] satisfy sum_{b,mode} z == u[p,a] and sum_{a,mode} z == v[c,b] (exact for one-hot
 choices); a converting pair's modes are direct transfer or relay (gather, then multicast).
-A staged parameter's home exists iff some chosen implementation stages it. A Repeat's carried value
+(A staged parameter's home belongs to the implementation that stages it.) A Repeat's carried value
 keeps one layout: the loop's input and its body result are produced in the same layout.
 """
 
@@ -34,15 +34,6 @@ def add_choice(ctx: ModelCtx) -> None:
             z = [ctx.x[pr.lit] for pr in e.pairs if pr.dst == b]
             m.Add(sum(z) == sum(v)).OnlyEnforceIf(g)
         ctx.constraints += len(e.src_layouts) + len(e.dst_layouts)
-    for key, users in p.homes.items():
-        h = m.NewBoolVar(f"home[{key}]")
-        ctx.home[key] = h
-        g = ctx.guard(f"choice[home {key}]", "choice", ("home", key))
-        us = [ctx.x[("impl", op, i)] for op, i in users]
-        for u in us:
-            m.AddImplication(u, h).OnlyEnforceIf(g)
-        m.Add(h <= sum(us)).OnlyEnforceIf(g)
-        ctx.constraints += len(us) + 1
     for outer, res in p.ties:
         po, pr_ = p.sched.buffers[outer].producer, p.sched.buffers[res].producer
         g = ctx.guard(f"choice[carried {outer} == {res}]", "choice", ("tie", outer, res))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -16,8 +17,12 @@ class TileClass:
     tiles: np.ndarray
     covers: np.ndarray  # tiles whose every byte row is <= this class's (their constraints are implied)
 
-    def describe(self) -> str:
+    @cached_property
+    def name(self) -> str:
         return f"class {self.index} ({len(self.tiles)} tiles: {tile_ranges(self.tiles)})"
+
+    def describe(self) -> str:
+        return self.name
 
 
 def tile_ranges(tiles: np.ndarray, limit: int = 4) -> str:
@@ -30,6 +35,18 @@ def tile_ranges(tiles: np.ndarray, limit: int = 4) -> str:
     parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in zip(starts, ends)]
     more = f", +{len(parts) - limit} ranges" if len(parts) > limit else ""
     return ", ".join(parts[:limit]) + more
+
+
+def heaviest_rows(M: np.ndarray, k: int) -> np.ndarray:
+    """Up to k distinct rows of M, heaviest first, none dominated (<= everywhere) by one already picked."""
+    uniq, first = np.unique(M, axis=0, return_index=True)
+    picked: list[int] = []
+    for a in np.argsort(-uniq.sum(1), kind="stable"):
+        if not any((uniq[b] >= uniq[a]).all() for b in picked):
+            picked.append(int(a))
+            if len(picked) == k:
+                break
+    return first[picked]
 
 
 def dominant_rows(M: np.ndarray) -> np.ndarray:

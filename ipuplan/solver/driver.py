@@ -1,4 +1,6 @@
-"""The `solve` job: load model and target, solve, write DIR/plan.json (FIT) or DIR/verdict.json."""
+"""The `solve` job: load model and target, solve, check, write DIR/plan.json (FIT) or DIR/verdict.json
+(+ certificate.json for INFEASIBLE). A FIT is written only after the independent checker passes the plan
+exactly as written; otherwise the verdict is UNKNOWN with the checker's reason."""
 
 from __future__ import annotations
 
@@ -7,16 +9,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..formats import CERTIFICATE, PLAN, digest
 from ..model import build_graph, load_model
-from ..check.certificate import FORMAT as CERT_FORMAT, digest
-from ..plan import FORMAT, sha256, write_json
+from ..plan import sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
 
 TABLES_NOTE = {
-    "modeled": "per tile, from the plan's transfers (send/receive words, Repeat patch words); resident in region 0 "
-               "beside {support} B of code, runtime and superstep words",
-    "seeds": "inside the fixed {support} B support reserve (the seeds' accounting); still limited per tile",
+    "modeled": "per tile, from the plan's transfers (IPU21 instruction words, Repeat patch words, local copy lists); "
+               "whole region-0 elements beside {support:,} B of fixed reservations, code and program",
+    "seeds": "inside the fixed {support:,} B support reserve (the seeds' accounting); still limited per tile",
 }
 
 
@@ -31,24 +33,34 @@ class Job:
     options: SolveOptions = SolveOptions()
 
 
-def header(job: Job, spec, result: SolveResult) -> dict:
-    p = result.problem
-    a = p.acct
+def instance(job: Job, spec, target) -> dict:
+    """What a plan or certificate is about: model, batch, depth, inputs and every option that changes the
+    answer (solver effort and seed change only which plan is found)."""
+    o = job.options
     return {
-        "format": FORMAT,
-        "verdict": result.verdict.value,
-        "model": spec.name, "batch": job.batch, "layers": spec.layers, "precision": spec.precision.value,
+        "model": spec.name, "target": target.name, "batch": job.batch, "layers": spec.layers, "precision": spec.precision.value,
         "fuse_qkv": spec.fuse_qkv,
         "inputs": {"model": {"path": job.model, "sha256": sha256(job.model)},
                    "target": {"path": job.target, "sha256": sha256(job.target)}},
-        "options": {"support_reserve": job.options.support_reserve, "relays": job.options.relays,
-                    "exchange_table_budget": job.options.table_budget, "seed": job.options.seed,
-                    "time_limit": job.options.time_limit, "relative_gap": job.options.relative_gap},
-        "accounting": {"mode": a.mode, "usable_bytes": a.usable, "support_bytes": a.support,
-                       "region0_bytes": a.region0, "region1_bytes": a.region1,
-                       "exchange_tables": TABLES_NOTE[a.mode].format(support=a.support),
-                       "table_budget_bytes": a.table_budget, "fragment_limit": a.fragment_limit},
+        "options": {"support_reserve": o.support_reserve, "relays": o.relays, "exchange_table_budget": o.table_budget,
+                    "headroom": o.headroom},
     }
+
+
+def header(job: Job, spec, target, result: SolveResult) -> dict:
+    o = job.options
+    doc = {"format": PLAN, "verdict": result.verdict.value, **instance(job, spec, target)}
+    doc["search"] = {"seed": o.seed, "effort": o.effort, "relative_gap": o.relative_gap, "slack": o.slack}
+    p = result.problem
+    if p is not None:
+        a = p.acct
+        doc["accounting"] = {
+            "mode": a.mode, "usable_bytes": a.usable, "support_bytes": a.support, "headroom_bytes": a.headroom,
+            "region0_bytes": a.region0, "region1_bytes": a.region1,
+            "support": {k: v for k, v in a.support_parts},
+            "exchange_tables": TABLES_NOTE[a.mode].format(support=a.support),
+            "table_budget_bytes": a.table_budget, "fragment_limit": a.fragment_limit}
+    return doc
 
 
 def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = None) -> tuple[SolveResult, dict]:
@@ -56,75 +68,89 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
     result = solve(graph, target, job.options, report)
-    doc = header(job, spec, result)
+    doc = header(job, spec, target, result)
     doc["strategy"] = job.options.strategy
     st = result.stats
-    if result.verdict is Verdict.FIT and result.finalists:  # beam: first finalist the checker accepts
-        from ..check import check_plan
-        for body in result.finalists:
-            trial = dict(doc, **body)
-            if check_plan(trial).ok:
-                result.plan = body
-                break
-        else:
-            result.verdict = Verdict.REJECTED
-            doc["verdict"] = "REJECTED"
-    size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
-    solver = {"status": st.get("status"), "deterministic_time": st.get("deterministic_time"),
-              "seed": job.options.seed, "workers": job.options.workers}
-    if "beam" in st:
-        solver = {"status": "BEAM", **st["beam"]}
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("plan.json", "verdict.json"):
+    for stale in ("plan.json", "verdict.json", "certificate.json"):
         (out_dir / stale).unlink(missing_ok=True)
+    size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
+    doc["model_size"] = size
+    doc["solver"] = {"status": st.get("status"), "rounds": st.get("rounds"),
+                     "deterministic_time": st.get("deterministic_time"), "workers": job.options.workers}
+    if "beam" in st:
+        doc["solver"] = {"status": "BEAM", **st["beam"]}
     if result.verdict is Verdict.FIT:
-        doc.update(result.plan)
-        doc["model_size"] = size
-        doc["solver"] = solver
-        write_json(out_dir / "plan.json", doc)
-    else:
-        doc["model_size"] = size
-        doc["solver"] = solver
-        if result.verdict is Verdict.REJECTED:
-            doc["rejection"] = {"note": "the beam kept no complete plan that passes the checker; this is not a proof",
-                                **st.get("beam", {})}
-        if result.verdict is Verdict.INFEASIBLE:
-            fam = Counter(g.family for g in result.core)
-            doc["core"] = {"families": dict(sorted(fam.items())), "constraints": [g.name for g in result.core],
-                           "minimal": bool(st.get("core_minimal")),
-                           "size_before_minimizing": st.get("core_size_before_minimizing"),
-                           "scope": f"no combination of the {st.get('implementations')} catalogued implementations "
-                                    f"fits",
-                           "explanation": st.get("explanation", {})}
-            cert = result.certificate
-            doc["core"]["certificate"] = _certificate_summary(cert)
-            (out_dir / "certificate.json").unlink(missing_ok=True)
-            if cert is not None and cert.get("kind"):
-                write_certificate(out_dir / "certificate.json", doc, cert)
+        _fit(result, doc, out_dir)
+    if result.verdict is Verdict.INFEASIBLE and result.problem is None:
+        _machine(result, doc, out_dir)
+    elif result.verdict is Verdict.INFEASIBLE:
+        _infeasible(result, doc, out_dir)
+    if result.verdict is Verdict.REJECTED:
+        doc["rejection"] = {"note": "the beam kept no complete plan that passes the checker; this is not a proof",
+                            **st.get("beam", {})}
+    if result.verdict is Verdict.UNKNOWN:
+        doc["unknown"] = {"reason": result.reason}
+    doc["verdict"] = result.verdict.value
+    if result.verdict is not Verdict.FIT:
         write_json(out_dir / "verdict.json", doc)
-    timing = {k: st[k] for k in ("verdict_seconds", "core_seconds", "certificate_at_seconds") if k in st}
-    write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"),
-                                               "build_seconds": st.get("build_seconds"), **timing, **size})
+    timing = {k: st[k] for k in ("verdict_seconds", "core_seconds", "build_seconds") if k in st}
+    write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"), **timing, **size})
     return result, doc
 
 
+def _fit(result: SolveResult, doc: dict, out_dir: Path) -> None:
+    """Check the plan as it will be written; FIT only if the independent checker passes it."""
+    from ..check import check_plan
+    bodies = result.finalists or [result.plan]  # beam: the first finalist the checker accepts
+    for body in bodies:
+        trial = dict(doc, **body)
+        rep = check_plan(trial)
+        if rep.ok:
+            doc.update(body)
+            write_json(out_dir / "plan.json", doc)
+            return
+    if result.finalists:
+        result.verdict = Verdict.REJECTED
+        return
+    result.verdict = Verdict.UNKNOWN
+    result.reason = f"the independent checker rejected the solver's plan: {rep.violations[0]}"
+
+
+def _machine(result: SolveResult, doc: dict, out_dir: Path) -> None:
+    m = result.machine
+    doc["machine"] = m
+    doc["headline"] = (f"parameters and live activations need {m['needs_bytes']:,} B, the target holds "
+                       f"{m['capacity_bytes']:,} B on all tiles: no compiler can fit this on one {doc['target']}")
+    write_certificate(out_dir / "certificate.json", doc, {"kind": "machine", "machine": m, "rows": []})
+
+
+def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:
+    st = result.stats
+    fam = Counter(g.family for g in result.core)
+    doc["core"] = {"families": dict(sorted(fam.items())), "constraints": [g.name for g in result.core],
+                   "minimal": bool(st.get("core_minimal")),
+                   "size_before_minimizing": st.get("core_size_before_minimizing"),
+                   "scope": f"no combination of the {st.get('implementations')} catalogued implementations fits",
+                   "explanation": st.get("explanation", {})}
+    cert = result.certificate
+    doc["core"]["certificate"] = _certificate_summary(cert)
+    doc["machine"] = result.machine
+    write_certificate(out_dir / "certificate.json", doc, cert)
+
+
 def write_certificate(path: Path, doc: dict, body: dict) -> None:
-    """certificate.json: the verdict's inputs and options, the certificate body, and its digest."""
-    cert = {"format": CERT_FORMAT, "verdict": "INFEASIBLE",
-            **{k: doc[k] for k in ("model", "batch", "layers", "precision", "fuse_qkv", "inputs")},
-            "options": {k: doc["options"][k] for k in ("support_reserve", "relays", "exchange_table_budget")},
+    """certificate.json: the instance (inputs and options), the certificate body, and its digest."""
+    cert = {"format": CERTIFICATE, "verdict": "INFEASIBLE",
+            **{k: doc[k] for k in ("model", "target", "batch", "layers", "precision", "fuse_qkv", "inputs",
+                                   "options")},
             **body}
     cert["digest"] = digest(cert)
     write_json(path, cert)
 
 
-def _certificate_summary(cert: dict | None) -> dict:
-    if cert is None:
-        return {"kind": None, "note": "no core was extracted within the time limit"}
-    if not cert.get("kind"):
-        return {"kind": None, "rows": len(cert["rows"]), "seconds": cert["seconds"],
-                "note": "no counting, Farkas or z3 proof of the core's rows was found; the verdict rests on CP-SAT"}
-    return {"kind": cert["kind"], "rows": len(cert["rows"]), "seconds": cert["seconds"], "file": "certificate.json",
+def _certificate_summary(cert: dict) -> dict:
+    return {"kind": cert["kind"], "rows": len(cert["rows"]), "file": "certificate.json",
             "rows_minimal": cert["rows_minimal"], "machine": cert["machine"],
             "row_details": [{k: r[k] for k in ("name", "capacity", "cheapest_bytes", "cheapest_by_group")}
                             for r in cert["rows"][:4]]}

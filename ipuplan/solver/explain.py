@@ -3,7 +3,6 @@ contributors in bytes on its worst tile, the deficit, and the cheapest alternati
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import numpy as np
@@ -14,12 +13,16 @@ from .problem import Problem
 from .shrink import cpsat_conflicts, shrink
 
 
-def minimize_core(ctx: ModelCtx, core: list[Guard], seconds: float) -> tuple[list[Guard], bool]:
+def minimize_core(ctx: ModelCtx, core: list[Guard], sub, parent=None) -> tuple[list[Guard], bool]:
     """Shrink a core: trim to CP-SAT's sufficient assumptions, then delete chunks (halving down to single
     members) whenever the rest stays infeasible. When it completes (second value True) every member is
     necessary: removing any one leaves a satisfiable sub-problem."""
     lit_of = {info: g for g, info in ctx.guards}
-    return shrink(list(core), cpsat_conflicts(ctx.m, lit_of, time.perf_counter() + seconds))
+    try:
+        return shrink(list(core), cpsat_conflicts(ctx.m, lit_of, sub))
+    finally:
+        if parent is not None:
+            parent.spend(sub.spent)
 
 
 def _bytes_at(p: Problem, tile: int, step: int, tables_in_memory: bool) -> dict[tuple, int]:
@@ -34,7 +37,7 @@ def _bytes_at(p: Problem, tile: int, step: int, tables_in_memory: bool) -> dict[
     return out
 
 
-def elastic_explanation(p: Problem, classes, opts) -> dict:
+def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
     """The plan that overflows least: every capacity gets a slack, their sum is minimized. Its exact
     overflow on the worst tile is the deficit; its contributors there, and each choice's cheapest
     alternative on that tile, say what to change. usable + deficit is a per-tile budget at which this
@@ -42,17 +45,18 @@ def elastic_explanation(p: Problem, classes, opts) -> dict:
     from ..layout import MemClass
     from .solve import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
 
-    t0 = time.perf_counter()
     ctx = build_model(p, classes, objective=False, elastic=True)
-    status, solver, rounds, added, _ = solve_rounds(ctx, opts, None, t0)
+    status, solver, rounds, added = solve_rounds(ctx, opts, None, sub, "overflow")
+    if parent is not None:
+        parent.spend(sub.spent)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return {"status": solver.StatusName(status)}
     a = p.acct
     chosen = chosen_literals(ctx, solver)
     use = tile_usage(p, chosen)
     tables, frags, _ = exchange_usage(p, chosen)
-    resident = tables if a.tables_in_memory else np.zeros_like(tables)
-    total = use[MemClass.STANDARD] + use[MemClass.INTERLEAVED] + resident[None, :] + a.support
+    resident = a.table_alloc(tables) if a.tables_in_memory else np.zeros_like(tables)
+    total = use[MemClass.STANDARD] + use[MemClass.INTERLEAVED] + resident[None, :] + a.support + a.headroom
     over = total - a.usable
     step, tile = np.unravel_index(int(np.argmax(over)), over.shape)
     deficit = int(over[step, tile])
@@ -64,8 +68,12 @@ def elastic_explanation(p: Problem, classes, opts) -> dict:
             if v:
                 contributors[cb.what] += v
     if a.tables_in_memory and resident[tile]:
-        contributors["exchange tables (all supersteps)"] += int(resident[tile])
-    contributors["code, runtime and superstep words"] += a.support
+        contributors["exchange tables (all supersteps, whole elements)"] += int(resident[tile])
+    for name, nbytes in a.support_parts:
+        if nbytes:
+            contributors[name] += nbytes
+    if a.headroom:
+        contributors["requested headroom"] += a.headroom
     alternatives = []
     for op, impls in p.impls.items():
         cur = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)

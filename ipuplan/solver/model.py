@@ -9,6 +9,8 @@ from ortools.sat.python import cp_model
 from .classes import TileClass
 from .problem import Problem
 
+SLACK_MAX = 1 << 16  # the slack objective maximizes the smallest free bytes per tile up to this much
+
 
 @dataclass(frozen=True)
 class Guard:
@@ -24,33 +26,59 @@ class ModelCtx:
     p: Problem
     classes: list[TileClass]
     m: cp_model.CpModel = field(default_factory=cp_model.CpModel)
-    x: dict[tuple, cp_model.IntVar] = field(default_factory=dict)  # ("impl", op, i) / ("pair", e, a, b)
-    home: dict[str, cp_model.IntVar] = field(default_factory=dict)
+    x: dict[tuple, cp_model.IntVar] = field(default_factory=dict)  # ("impl", op, i) / ("pair", e, a, b, mode)
     tables: dict[int, cp_model.IntVar] = field(default_factory=dict)  # exchange-table bytes per tile class
+    alloc: dict = field(default_factory=dict)  # class index or ("tile", t) -> region-0 bytes the tables occupy
     rows: set = field(default_factory=set)  # lazily added rows already in the model
     fixed: bool = False  # guards are asserted true as they are created (solving, not core extraction)
     slack: dict = field(default_factory=dict)  # elastic mode: "memory"/"tables"/"fragments" -> IntVar
-
-    def over(self, kind: str):
-        """The elastic slack added to capacities of `kind` (0 outside elastic mode)."""
-        return self.slack.get(kind, 0)
+    free: cp_model.IntVar | None = None  # slack objective: free bytes every memory row keeps
     xmat: dict = field(default_factory=dict)
     guards: list[tuple[cp_model.IntVar, Guard]] = field(default_factory=list)
     constraints: int = 0
 
-    def guard(self, name: str, family: str, info: tuple = ()) -> cp_model.IntVar:
+    def over(self, kind: str):
+        """The elastic slack added to capacities of `kind` (0 outside elastic mode)."""
+        return self.slack.get(kind, 0)
+
+    def kept_free(self):
+        """Free bytes a memory row must leave (the slack objective's variable, else 0)."""
+        return self.free if self.free is not None else 0
+
+    def guard(self, name: str, family: str, info: tuple = ()):
+        """The enforcement literal of a family's constraint: a fresh named literal for core extraction; when
+        solving (guards asserted), no literal at all (an empty enforcement list: always enforced)."""
+        if self.fixed:
+            return []
         g = self.m.NewBoolVar(name)
         self.guards.append((g, Guard(name, family, info)))
-        if self.fixed:
-            self.m.Add(g == 1)
         return g
 
     def lit(self, key: tuple):
-        if key[0] == "home":
-            return self.home[key[1]]
         return self.x[key]
 
     def weighted(self, terms: dict[tuple, int]):
         """sum(bytes * literal) as one linear expression (fast to build)."""
         keys = list(terms)
         return cp_model.LinearExpr.WeightedSum([self.lit(k) for k in keys], [terms[k] for k in keys])
+
+    def table_alloc(self, key, tables) -> cp_model.IntVar | int:
+        """Region-0 bytes occupied by exchange tables `tables` (an expression): whole elements covering the
+        tables and the fetch guard (defined once per key)."""
+        a = self.p.acct
+        if not a.tables_in_memory:
+            return 0
+        if key not in self.alloc:
+            big = int(a.table_budget + a.usable)
+            cap = int(a.table_alloc(big))
+            v = self.m.NewIntVar(0, cap, f"table_alloc[{key}]")
+            if a.table_element:  # no tables, no elements; else whole elements covering tables + guard
+                e = self.m.NewIntVar(0, cap // a.table_element, f"table_elements[{key}]")
+                used = self.m.NewBoolVar(f"tables_used[{key}]")
+                self.m.Add(tables <= big * used)
+                self.m.Add(v == a.table_element * e)
+                self.m.Add(v >= tables + a.table_guard * used)
+            else:
+                self.m.Add(v >= tables)
+            self.alloc[key] = v
+        return self.alloc[key]

@@ -10,10 +10,13 @@ from __future__ import annotations
 from .model import ModelCtx
 
 
-def add_objective(ctx: ModelCtx) -> None:
+def objective_expr(ctx: ModelCtx):
     p = ctx.p
-    terms = [c * ctx.x[k] for k, c in p.cycles.items() if c and k in ctx.x]
-    ctx.m.Minimize(sum(terms) + p.constant_cycles)
+    return sum(c * ctx.x[k] for k, c in p.cycles.items() if c and k in ctx.x) + p.constant_cycles
+
+
+def add_objective(ctx: ModelCtx) -> None:
+    ctx.m.Minimize(objective_expr(ctx))
 
 
 def objective_value(p, chosen: set[tuple]) -> int:

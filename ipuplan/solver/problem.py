@@ -1,5 +1,6 @@
 """The planning problem as data: choice groups, pair groups, and every per-tile byte contribution with
-the steps it is live at, plus cycle costs. Built with numpy; no solver types here."""
+the steps it is live at, plus exchange tables, fragments and cycle costs. Built with numpy; no solver
+types here. Every contribution carries the layout it allocates, so the backend places exactly these."""
 
 from __future__ import annotations
 
@@ -8,77 +9,107 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import codelets as cl
+from ..catalogue import Ctx, Impl, Life, ParamMode, RowsInto, build_catalogue
+from ..catalogue.schedule import Schedule, build_schedule
+from ..catalogue.transport import home_layout, relay_layout
 from ..ir.graph import Graph
-from ..layout import Layout, MemClass, transfers
-from ..layout.geometry import ColumnWindow
+from ..layout import ColumnWindow, Layout, MemClass, Transfer, transfers
+from ..layout.transfer import stream_transfer
 from ..target import Target
-from .catalogue import Ctx, Impl, ParamMode, build_catalogue
-from .exchange.encoding import encode, relay_layout
-from .schedule import Schedule, build_schedule, matrix
 
 
 @dataclass(frozen=True)
 class Accounting:
-    """How much of each tile the plan may use and what is set aside in region 0.
+    """How much of each tile the plan may use and what is set aside.
 
-    modeled (default): support = code + the sync words of every exchange superstep; each tile's exchange
-    tables are counted from the plan's transfers (the exchange family). seeds (--support-reserve B): the seeds'
-    586,960 B budget with a fixed B-byte reserve that holds the tables; they are limited but not added.
+    modeled (default): `support` = the memory map's fixed region-0 reservations and code window, code that
+    overflows the window, and the supervisor program; each tile's exchange tables are counted from the
+    plan's transfers and occupy whole region-0 elements (with the fetch guard). seeds (--support-reserve B):
+    the seeds' 586,960 B budget with a fixed B-byte reserve that holds the tables (limited, not added).
+    `headroom` bytes per tile are left free on top.
     """
 
-    usable: int  # bytes a tile's plan may occupy in total
-    support: int  # constant bytes in region 0 (code, runtime, descriptors, superstep words)
+    usable: int
+    support: int
     region0: int
     region1: int
-    element: int
     mode: str  # "modeled" or "seeds"
     table_budget: int
     fragment_limit: int
     tables_in_memory: bool
+    table_element: int  # tables are allocated in whole elements of this size (0: not rounded)
+    table_guard: int
+    headroom: int = 0
+    support_parts: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def capacity(self) -> int:
+        """Bytes per tile for data and tables."""
+        return self.usable - self.support - self.headroom
+
+    def table_alloc(self, tables):
+        """Region-0 bytes the tables occupy: whole elements covering the tables and the fetch guard."""
+        t = np.asarray(tables, np.int64)
+        if not self.table_element:
+            return t
+        return np.where(t > 0, -(-(t + self.table_guard) // self.table_element) * self.table_element, 0)
 
     @classmethod
-    def for_target(cls, t: Target, support_reserve: int | None, supersteps: int = 0,
-                   table_budget: int | None = None) -> "Accounting":
+    def for_target(cls, t: Target, support_reserve: int | None, program_bytes: int = 0, code_bytes: int = 0,
+                   table_budget: int | None = None, headroom: int = 0) -> "Accounting":
         budget = t.exchange_table_bytes_max if table_budget is None else table_budget
         if support_reserve is not None:
-            return cls(t.seeds_planned_data_bytes, support_reserve, t.region0_bytes, t.region1_usable_bytes,
-                       t.region1_element_bytes, "seeds", budget, t.exchange_fragments_max, False)
-        return cls(t.usable_bytes, t.code_bytes + t.superstep_bytes * supersteps, t.region0_bytes,
-                   t.region1_usable_bytes, t.region1_element_bytes, "modeled", budget, t.exchange_fragments_max,
-                   True)
+            return cls(t.seeds_planned_data_bytes, support_reserve, t.region0_bytes, t.region1_usable_bytes, "seeds",
+                       budget, t.exchange_fragments_max, False, 0, 0, headroom,
+                       (("seeds' support reserve", support_reserve),))
+        mm = t.memory_map
+        overflow = max(0, code_bytes - mm.code_window_bytes)
+        parts = tuple((r.name, r.size) for r in mm.reservations) + (
+            ("code window", mm.code_window_bytes), ("code beyond the window", overflow),
+            ("supervisor program", program_bytes))
+        return cls(t.usable_bytes, sum(v for _, v in parts), t.region0_bytes, t.region1_usable_bytes, "modeled",
+                   budget, t.exchange_fragments_max, True, t.region0_element_bytes, mm.table_guard_bytes, headroom,
+                   parts)
 
 
 @dataclass
 class Contribution:
-    """`vec` bytes per tile of class `mem`, live at steps [first, last], when literal `lit` is chosen."""
+    """`vec` bytes per tile of class `mem`, live at steps [first, last], when literal `lit` is chosen;
+    `layout` is what the backend allocates (times `times` consecutive copies: a parameter sequence)."""
 
     lit: tuple
     vec: int  # index into Problem.vectors
     mem: MemClass
     first: int
     last: int
-    what: str  # for explanations: tensor / role
+    what: str
+    layout: Layout | None = None
+    times: int = 1
 
 
 @dataclass
 class XContribution:
-    """Encoded exchange bytes and fragments per tile (vector indices) when literal `lit` is chosen."""
+    """Encoded exchange bytes and fragments per tile (vector indices) when literal `lit` is chosen; the
+    transfer is kept for the backend."""
 
     lit: tuple
     tables: int
     frags: int
     step: int
     what: str
+    transfers: tuple[Transfer, ...] = ()  # in phase order (a relay: gather, then multicast)
+    patched: bool = False
 
 
 @dataclass
 class Pair:
     """A producer-layout x consumer-layout combination of one edge, in one transport mode:
-    "none" (same layout, nothing moves), "direct" or "relay" (gather onto relays, then multicast)."""
+    "none" (the consumer reads the producer's buffer), "direct" or "relay" (gather onto relays, then
+    multicast)."""
 
     edge: int
-    src: int  # index into the edge's producer layouts
-    dst: int  # index into the edge's consumer needs
+    src: int
+    dst: int
     convert: bool
     cycles: int = 0
     mode: str = "none"
@@ -98,8 +129,8 @@ class Edge:
     index: int
     window: tuple[int, int] | None
     src_layouts: list[Layout] = field(default_factory=list)
-    dst_layouts: list[Layout] = field(default_factory=list)
-    src_of_impl: dict[int, int] = field(default_factory=dict)  # producer impl -> src layout index
+    dst_layouts: list = field(default_factory=list)  # Layout or RowsInto
+    src_of_impl: dict[int, int] = field(default_factory=dict)
     dst_of_impl: dict[int, int] = field(default_factory=dict)
     pairs: list[Pair] = field(default_factory=list)
 
@@ -116,7 +147,6 @@ class Problem:
     contribs: list[Contribution]
     cycles: dict[tuple, int]  # literal -> cycles (already multiplied by trips)
     constant_cycles: int
-    homes: dict[str, list[tuple[str, int]]]  # param -> staged users (op, impl)
     ties: list[tuple[str, str]]
     batch: int
     xcontribs: list[XContribution] = field(default_factory=list)
@@ -140,122 +170,89 @@ class _Vectors:
         return self.index[k]
 
 
-def home_layout(t: Target, key: str, rows: int, cols: int, elem: int) -> Layout:
-    """A parameter's compact home: one iteration's bytes split evenly over every tile, the starting
-    tile spread by name so remainders do not pile up on tile 0."""
-    start = sum(key.encode()) * 37 % t.tiles
-    return Layout(rows, cols, elem, pr=t.tiles, flat=True, start=start)
-
-
 def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int | None = None,
-                  relays: bool = True, table_budget: int | None = None) -> Problem:
+                  relays: bool = True, table_budget: int | None = None, headroom: int = 0) -> Problem:
     sched = build_schedule(graph)
-    ctx = Ctx(target, sched, batch)
-    impls = build_catalogue(ctx)
+    impls = build_catalogue(Ctx(target, sched, batch))
     T = target.tiles
+    enc, ib = target.encoding, target.instruction_bytes
     vecs = _Vectors()
     contribs: list[Contribution] = []
     xcontribs: list[XContribution] = []
     cycles: dict[tuple, int] = {}
-    homes: dict[str, list[tuple[str, int]]] = {}
     xfer_cache: dict = {}
     last_step = len(sched.steps) - 1
     constant = 0
-    acct = Accounting.for_target(target, support_reserve, len(sched.ops), table_budget)
+    for sop in sched.ops:  # the program and code support is derived from the op kinds alone
+        for im in impls[sop.key]:
+            cs, xs = cl.PROGRAM[sop.op.kind]
+            assert im.compute_sets + 1 <= cs and 2 + len(im.internal) <= xs, (sop.key, im.label)
+    acct = Accounting.for_target(target, support_reserve, cl.program_bytes(target, [s.op.kind for s in sched.ops]),
+                                 cl.code_bytes(target), table_budget, headroom)
 
-    def xfer(src, dst: Layout):
-        key = (src, dst)
+    def xfer(src, dst: Layout, rows=None) -> Transfer:
+        key = (src, dst, rows)
         if key not in xfer_cache:
-            xfer_cache[key] = transfers(src, dst, T)
+            xfer_cache[key] = transfers(src, dst, T, rows, enc)
         return xfer_cache[key]
 
-    def xcycles(*trs) -> int:
+    def xcycles(*trs: Transfer) -> int:
         send = sum(t.send for t in trs)
         recv = sum(t.recv for t in trs)
-        frags = sum(np.maximum(t.frags_send, t.frags_recv) for t in trs)
-        return cl.exchange_cycles(target, int(send.max()), int(recv.max()), int(frags.max()))
+        pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)
+        local = sum(t.local for t in trs)
+        copy = cl.vector.cycles(target, "copy", int(local.max())) if local.any() else 0
+        return cl.exchange_cycles(target, int(send.max()), int(recv.max()), int(pieces.max())) + copy
 
-    def exchange(lit: tuple, step: int, what: str, trs, patched: bool = False) -> None:
-        """Record a transfer's encoded tables and fragments (and their region-0 bytes)."""
-        tab = sum(encode(target, t, patched)[0] for t in trs)
-        frg = sum(encode(target, t)[1] for t in trs)
+    def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], patched: bool = False) -> None:
+        """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""
+        tab = sum(t.table_words(enc, patched) for t in trs) * ib
+        frg = sum(t.send_pieces + t.recv_pieces for t in trs)
         if not tab.any() and not frg.any():
             return
-        xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what))
+        xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what, tuple(trs), patched))
 
+    def add(lit, lay: Layout, first: int, last: int, what: str, times: int = 1) -> None:
+        lay = lay.allocated()
+        contribs.append(Contribution(lit, vecs.add(lay.tile_bytes(T) * times), lay.mem, first, last, what, lay,
+                                     times))
+
+    span = {Life.COMPUTE: lambda s: (s.cstep, s.cstep), Life.OPERAND: lambda s: (s.xstep, s.cstep),
+            Life.PROGRAM: lambda s: (0, last_step)}
     for sop in sched.ops:
         buf = sched.buffers[sop.out_key]
         constant += sop.trips * (target.compute_set_cycles + target.exchange_sync_cycles)
         for i, im in enumerate(impls[sop.key]):
             lit = ("impl", sop.key, i)
             cyc = im.cycles + im.extra_exchange
-            first = sop.xstep if im.out_from_exchange else sop.cstep
-            contribs.append(Contribution(lit, vecs.add(im.out.tile_bytes(T)), im.out.mem, first, buf.last,
-                                         f"{sop.key} (output)"))
-            if im.scratch.any():
-                contribs.append(Contribution(lit, vecs.add(im.scratch), MemClass.STANDARD, sop.cstep, sop.cstep,
-                                             f"{sop.key} (scratch)"))
-            if im.rope_tables is not None:
-                contribs.append(Contribution(lit, vecs.add(im.rope_tables.tile_bytes(T)), MemClass.STANDARD, 0,
-                                             last_step, f"{sop.key} (RoPE tables)"))
+            add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
+            for b in im.bufs:
+                add(lit, b.layout, *span[b.life](sop), f"{sop.key} ({b.role})")
             for idx, need in im.needs.items():
                 ref = dict(sop.reads)[idx]
                 if ref.kind == "act" and ref.key in sched.buffers and not sched.buffers[ref.key].producer:
-                    # a host input is written straight into the layout its consumer needs
-                    contribs.append(Contribution(lit, vecs.add(need.tile_bytes(T)), need.mem, 0, sop.cstep,
-                                                 f"{ref.key} (host input)"))
+                    add(lit, need, 0, sop.cstep, f"{ref.key} (host input)")  # the host writes it in place
             for pu in im.params:
                 info = sched.params[pu.key]
-                per = pu.layout.tile_bytes(T)
                 if pu.mode is ParamMode.RESIDENT:
-                    contribs.append(Contribution(lit, vecs.add(per * info.count), pu.layout.mem, 0, last_step,
-                                                 f"{pu.key} (resident x{info.count})"))
+                    add(lit, pu.layout, 0, last_step, f"{pu.key} (resident x{info.count})", info.count)
                 else:
-                    r, c = matrix(info.value)
-                    home = home_layout(target, pu.key, r, c, info.value.dtype.itemsize)
-                    homes.setdefault(pu.key, []).append((sop.key, i))
-                    contribs.append(Contribution(lit, vecs.add(per), pu.layout.mem, sop.xstep, sop.cstep,
-                                                 f"{pu.key} (staged)"))
-                    tr = xfer(home, pu.layout)
+                    home = home_layout(T, pu.key, pu.layout)
+                    add(lit, home, 0, last_step, f"{pu.key} (home x{info.count})", info.count)
+                    add(lit, pu.layout, sop.xstep, sop.cstep, f"{pu.key} (staged)")
+                    tr = stream_transfer(home, pu.layout, T, enc)
                     cyc += xcycles(tr)
                     exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr], patched=info.count > 1)
-            for what, fs, fr in _internal_exchanges(im, T):
-                tab = target.send_fragment_bytes * fs + target.recv_fragment_bytes * fr
-                xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(fs + fr), sop.cstep, f"{sop.key} {what}"))
+            for inner in im.internal:
+                exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer])
             cycles[lit] = cyc * sop.trips
 
-    for pkey, users in homes.items():
-        info = sched.params[pkey]
-        r, c = matrix(info.value)
-        home = home_layout(target, pkey, r, c, info.value.dtype.itemsize)
-        contribs.append(Contribution(("home", pkey), vecs.add(home.tile_bytes(T) * info.count), MemClass.STANDARD,
-                                     0, last_step, f"{pkey} (home x{info.count})"))
-
-    edges = _edges(sched, impls, target, vecs, contribs, cycles, xfer, xcycles, exchange, relays)
-    return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, homes,
-                   sched.ties, batch, xcontribs)
+    edges = _edges(sched, impls, T, add, cycles, xfer, xcycles, exchange, relays)
+    return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, sched.ties,
+                   batch, xcontribs)
 
 
-def _internal_exchanges(im: Impl, tiles: int):
-    """Exchanges inside one op: pk > 1 partial-sum reduction, cross-tile LayerNorm statistics, concat."""
-    f = im.fields
-    if f.get("kind") == "matmul" and f["pk"] > 1:
-        out = im.out
-        part = Layout(out.rows, out.cols, 4, pr=out.pr, pc=out.pc, replicas=f["pk"], row_stride=out.rstride,
-                      col_stride=out.col_stride, rep_stride=1, row_groups=out.row_groups)
-        senders = np.bincount(part.block_tiles(tiles)[1:].ravel(), minlength=tiles)
-        receivers = np.bincount(out.block_tiles(tiles).ravel(), minlength=tiles) * (f["pk"] - 1)
-        yield "reduction", senders.astype(np.int64), receivers.astype(np.int64)
-    elif f.get("statistics") == "cross-tile":
-        owners = np.bincount(im.out.block_tiles(tiles).ravel(), minlength=tiles).astype(np.int64)
-        yield "statistics", owners, owners * (im.out.pc - 1)
-    elif f.get("kind") == "concat":
-        owners = np.bincount(im.out.block_tiles(tiles).ravel(), minlength=tiles).astype(np.int64)
-        yield "concat", owners, owners * 2
-
-
-def _edges(sched: Schedule, impls, target, vecs, contribs, cycles, xfer, xcycles, exchange, relays) -> list[Edge]:
-    T = target.tiles
+def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange, relays) -> list[Edge]:
     edges: list[Edge] = []
     for sop in sched.ops:
         for idx, ref in sop.reads:
@@ -274,25 +271,32 @@ def _edges(sched: Schedule, impls, target, vecs, contribs, cycles, xfer, xcycles
                     e.dst_layouts.append(need)
                 e.dst_of_impl[j] = e.dst_layouts.index(need)
             ei = len(edges)
+            what = f"{ref.key} -> {sop.key}"
             for a, src in enumerate(e.src_layouts):
                 for b, dst in enumerate(e.dst_layouts):
-                    if ref.window is None and src == dst:
+                    if isinstance(dst, RowsInto):  # written straight into the consumer's output rows
+                        p = Pair(ei, a, b, True, mode="direct")
+                        trs = [xfer(src, dst.layout, seg) for seg in dst.segments]
+                        p.cycles = xcycles(*trs) * sop.trips
+                        cycles[p.lit] = p.cycles
+                        exchange(p.lit, sop.xstep, f"{what} (into rows)", trs)
+                        e.pairs.append(p)
+                        continue
+                    if ref.window is None and dst.accepts(src):
                         e.pairs.append(Pair(ei, a, b, False))
                         continue
                     s = ColumnWindow(src, *ref.window) if ref.window else src
-                    modes = ["direct"] + (["relay"] if relays and dst.replicas > 1 else [])
+                    alloc = dst.allocated()
+                    modes = ["direct"] + (["relay"] if relays and alloc.replicas > 1 else [])
                     for mode in modes:
                         p = Pair(ei, a, b, True, mode=mode)
-                        what = f"{ref.key} -> {sop.key}"
-                        contribs.append(Contribution(p.lit, vecs.add(dst.tile_bytes(T)), dst.mem, sop.xstep,
-                                                     sop.cstep, f"{what} (exchanged copy)"))
+                        add(p.lit, alloc, sop.xstep, sop.cstep, f"{what} (exchanged copy)")
                         if mode == "direct":
-                            trs = [xfer(s, dst)]
+                            trs = [xfer(s, alloc)]
                         else:
-                            relay = relay_layout(dst, T)
-                            trs = [xfer(s, relay), xfer(relay, dst)]
-                            contribs.append(Contribution(p.lit, vecs.add(relay.tile_bytes(T)), MemClass.STANDARD,
-                                                         sop.xstep, sop.xstep, f"{what} (relay buffer)"))
+                            relay = relay_layout(alloc, T)
+                            trs = [xfer(s, relay), xfer(relay, alloc)]
+                            add(p.lit, relay, sop.xstep, sop.xstep, f"{what} (relay buffer)")
                         p.cycles = xcycles(*trs) * sop.trips
                         cycles[p.lit] = p.cycles
                         exchange(p.lit, sop.xstep, f"{what} ({mode})", trs)

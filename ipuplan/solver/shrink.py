@@ -30,25 +30,24 @@ def shrink(keep: list[T], conflicts: Callable[[list[T]], list[T] | bool | None],
         chunk = max(1, chunk // 2)
 
 
-def cpsat_conflicts(m, lit_of: dict, deadline: float):
+def cpsat_conflicts(m, lit_of: dict, budget):
     """`conflicts` for members guarded by assumption literals (`lit_of[member]`) of a CP-SAT model: one
-    worker (assumptions force it), trimmed to CP-SAT's sufficient assumptions."""
-    import time
-
+    worker (assumptions force it), trimmed to CP-SAT's sufficient assumptions; each solve spends the
+    deterministic effort of `budget` (a solver.budget.Budget)."""
     from ortools.sat.python import cp_model
 
     member_of = {lit.Index(): k for k, lit in lit_of.items()}
 
     def conflicts(subset: list):
-        left = deadline - time.perf_counter()
-        if left <= 0:
+        budget.check_wall()
+        if budget.left() <= 0:
             return None
         m.ClearAssumptions()
         m.AddAssumptions([lit_of[k] for k in subset])
         s = cp_model.CpSolver()
-        s.parameters.num_workers = 1
-        s.parameters.max_time_in_seconds = left
+        budget.cpsat(s, 1, 0)
         st = s.Solve(m)
+        budget.spend(s.deterministic_time)
         if st == cp_model.INFEASIBLE:
             need = {member_of[i] for i in s.SufficientAssumptionsForInfeasibility() if i in member_of}
             sub = [k for k in subset if k in need]

@@ -1,4 +1,11 @@
-"""Solve: build the problem and the CP-SAT model, run it, and turn the outcome into a verdict and a plan."""
+"""Solve: build the problem and the CP-SAT model, run it, and turn the outcome into a verdict and a plan.
+
+Every search decision runs on deterministic effort (ipuplan/solver/budget.py): the same inputs and seed give
+the same plan or certificate on any machine load. Phase 1 minimizes modeled cycles; phase 2 keeps the
+cycles within the optimality gap and maximizes the smallest free bytes of any tile at any step. After each
+solve the plan is measured exactly on every tile and the rows it breaks join the model; a FIT is returned
+only when no row is missing.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +18,25 @@ from typing import Callable
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..bounds import machine_bound
 from ..ir.graph import Graph
 from ..layout import MemClass
+from ..plan import peak, region_usage
 from ..target import Target
-from .classes import tile_classes, tile_ranges
-from .choice import add_choice
-from .exchange.tables import add_exchange, missing_rows
+from .budget import Budget, WallClockExpired
 from .certificate import build_certificate, choice_record
+from .choice import add_choice
+from .classes import tile_classes, tile_ranges
+from .exchange.tables import add_exchange, missing_rows
 from .explain import elastic_explanation, minimize_core
 from .memory import add_liveness, add_regions
 from .memory.liveness import missing_tile_rows
-from .model import Guard, ModelCtx
-from ..plan import peak, region_usage
-from .objective import add_objective, objective_value
+from .model import SLACK_MAX, Guard, ModelCtx
+from .objective import add_objective, objective_expr, objective_value
 from .problem import Problem, build_problem
+
+MAX_ROUNDS = 40
+SLACK_EFFORT = 10.0  # deterministic seconds at most for the slack phase
 
 
 class Verdict(Enum):
@@ -42,12 +54,15 @@ class Verdict(Enum):
 class SolveOptions:
     batch: int = 1
     support_reserve: int | None = None
-    time_limit: float = 120.0
+    time_limit: float = 600.0  # wall-clock guard: an unfinished answer becomes UNKNOWN
+    effort: float = 120.0  # deterministic seconds of search for the verdict and its plan or certificate
     seed: int = 0
     workers: int = 2
     relative_gap: float = 1e-3
     relays: bool = True
     table_budget: int | None = None  # None: the target's exchange table limit
+    headroom: int = 0  # bytes per tile left free on top of the model
+    slack: bool = True  # second objective: the largest smallest free bytes within the gap
     explain: bool = True  # on INFEASIBLE: minimize the core and find the least-overflowing plan
     strategy: str = "cpsat"  # or "beam": the seeds' heuristic search over the same catalogue
     beam_width: int = 64
@@ -56,22 +71,26 @@ class SolveOptions:
 @dataclass
 class SolveResult:
     verdict: Verdict
-    problem: Problem
+    problem: Problem | None
     plan: dict | None = None
     core: list[Guard] = field(default_factory=list)
     stats: dict = field(default_factory=dict)
     finalists: list[dict] = field(default_factory=list)
     certificate: dict | None = None
     model_rows: set = field(default_factory=set)  # lazily added rows of the model found infeasible
+    reason: str = ""  # why UNKNOWN
+    machine: dict | None = None
 
 
-def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False) -> ModelCtx:
-    """Every family on a fresh model; with an objective, guards are asserted (solving), else they stay
-    free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
-    ctx = ModelCtx(p, classes, fixed=objective or elastic)
+def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False) -> ModelCtx:
+    """Every family on a fresh model; with an objective (or the slack objective), guards are asserted, else
+    they stay free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
+    ctx = ModelCtx(p, classes, fixed=objective or elastic or free)
     if elastic:
-        big = p.acct.usable + p.acct.table_budget + p.acct.fragment_limit
+        big = int(p.acct.usable + p.acct.table_budget + p.acct.fragment_limit)
         ctx.slack = {k: ctx.m.NewIntVar(0, big, f"slack[{k}]") for k in ("memory", "tables", "fragments")}
+    if free:
+        ctx.free = ctx.m.NewIntVar(0, SLACK_MAX, "free")
     add_choice(ctx)
     add_exchange(ctx)
     add_regions(ctx)
@@ -80,41 +99,46 @@ def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False) 
         add_objective(ctx)
     if elastic:
         ctx.m.Minimize(sum(ctx.slack.values()))
+    if free and not objective:
+        ctx.m.Maximize(ctx.free)
     return ctx
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, report: Callable[[str], None] | None):
+    def __init__(self, report: Callable[[str], None] | None, what: str):
         super().__init__()
         self.report = report
-        self.count = 0
+        self.what = what
 
     def on_solution_callback(self) -> None:
-        self.count += 1
         if self.report:
-            self.report(f"incumbent {self.ObjectiveValue():,.0f} cycles, bound {self.BestObjectiveBound():,.0f} "
+            self.report(f"{self.what} {self.ObjectiveValue():,.0f}, bound {self.BestObjectiveBound():,.0f} "
                         f"({self.WallTime():.1f} s)")
-
-
-def _params(opts: SolveOptions, seconds: float, workers: int) -> cp_model.CpSolver:
-    s = cp_model.CpSolver()
-    s.parameters.random_seed = opts.seed
-    s.parameters.num_workers = workers
-    s.parameters.interleave_search = workers > 1  # deterministic for a fixed seed
-    s.parameters.max_deterministic_time = max(0.01, opts.time_limit)
-    s.parameters.max_time_in_seconds = max(0.01, seconds)
-    s.parameters.relative_gap_limit = opts.relative_gap
-    return s
 
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
           report: Callable[[str], None] | None = None) -> SolveResult:
     """Plan `graph` on `target`."""
     t0 = time.perf_counter()
-    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.relays, opts.table_budget)
+    budget = Budget.start(opts.effort, opts.time_limit)
+    machine = machine_bound(graph, target, opts.support_reserve)
+    if machine["proves"]:
+        if report:
+            report(f"machine bound: {machine['needs_bytes']:,} B needed, {machine['capacity_bytes']:,} B on all tiles")
+        return SolveResult(Verdict.INFEASIBLE, None, machine=machine,
+                           stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
+    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.relays, opts.table_budget,
+                      opts.headroom)
     if opts.strategy == "beam":
         return solve_beam(p, opts, report, t0)
-    return solve_problem(p, opts, report, t0)
+    try:
+        res = solve_problem(p, opts, report, budget)
+    except WallClockExpired:
+        res = SolveResult(Verdict.UNKNOWN, p, reason=f"the --time-limit of {opts.time_limit:g} s ran out",
+                          stats={"status": "WALL_CLOCK"})
+    res.machine = machine
+    res.stats["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    return res
 
 
 def solve_beam(p: Problem, opts: SolveOptions, report, t0: float) -> SolveResult:
@@ -135,108 +159,142 @@ def solve_beam(p: Problem, opts: SolveOptions, report, t0: float) -> SolveResult
 
 
 def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] | None = None,
-                  t0: float | None = None) -> SolveResult:
-    """Solve a built problem: FIT with a plan, INFEASIBLE with CP-SAT's core, or UNKNOWN."""
-    t0 = time.perf_counter() if t0 is None else t0
+                  budget: Budget | None = None) -> SolveResult:
+    """Solve a built problem: FIT with a plan, INFEASIBLE with a certificate, or UNKNOWN with the reason."""
+    budget = budget or Budget.start(opts.effort, opts.time_limit)
+    t0 = time.perf_counter()
     data = sorted({cb.vec for cb in p.contribs})  # exchange vectors get their own rows (exchange family)
     classes = tile_classes([p.vectors[i] for i in data], p.target.tiles)
-    ctx = build_model(p, classes, objective=True)
-    built = time.perf_counter() - t0
-    stats = {"literals": len(ctx.x) + len(ctx.home), "constraints": ctx.constraints,
+    ctx = build_model(p, classes, objective=True, free=opts.slack)
+    stats = {"literals": len(ctx.x), "constraints": ctx.constraints,
              "tile_classes": len(classes), "implementations": sum(len(v) for v in p.impls.values()),
-             "steps": len(p.steps), "build_seconds": round(built, 3)}
-    remaining = opts.time_limit - built
+             "steps": len(p.steps), "build_seconds": round(time.perf_counter() - t0, 3)}
     if report:
         report(f"model: {stats['implementations']} implementations, {stats['literals']} literals, "
-               f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps "
-               f"(built in {built:.1f} s)")
-    if remaining <= 0:
-        stats["status"] = "TIME_LIMIT_BEFORE_SOLVE"
-        return SolveResult(Verdict.UNKNOWN, p, stats=stats)
-    status, solver, rounds, added, dtime = solve_rounds(ctx, opts, report, t0)
-    stats.update(status=solver.StatusName(status), deterministic_time=round(dtime, 3), rounds=rounds,
-                 wall_seconds=round(time.perf_counter() - t0, 3), workers=opts.workers, seed=opts.seed)
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and added:
-        return SolveResult(Verdict.UNKNOWN, p, stats=stats)  # time ran out while rows were still missing
+               f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps")
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, budget, "cycles")
+    stats.update(status=solver.StatusName(status), rounds=rounds, workers=opts.workers, seed=opts.seed)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        plan = extract_plan(ctx, solver, opts)
-        return SolveResult(Verdict.FIT, p, plan, stats=stats)
+        if added:
+            stats["deterministic_time"] = round(budget.spent, 3)
+            return SolveResult(Verdict.UNKNOWN, p, stats=stats, reason=(
+                f"the effort ran out after {rounds} rounds with exact per-tile rows still missing"))
+        chosen = chosen_literals(ctx, solver)
+        bound = min(objective_value(p, chosen), int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
+        if opts.slack:
+            chosen = _slack_phase(p, classes, ctx, chosen, opts, report, budget, stats)
+        stats["deterministic_time"] = round(budget.spent, 3)
+        return SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes), stats=stats)
     if status == cp_model.INFEASIBLE:
-        return _infeasible(p, classes, opts, ctx.rows, stats, report, t0)
-    return SolveResult(Verdict.UNKNOWN, p, stats=stats)
+        stats["verdict_seconds"] = round(time.perf_counter() - t0, 3)
+        return _infeasible(p, classes, opts, ctx.rows, stats, report, budget)
+    stats["deterministic_time"] = round(budget.spent, 3)
+    return SolveResult(Verdict.UNKNOWN, p, stats=stats,
+                       reason=f"the effort of {opts.effort:g} deterministic seconds ran out ({solver.StatusName(status)})")
 
 
-def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict, report, t0: float) -> SolveResult:
+def _slack_phase(p: Problem, classes, ctx: ModelCtx, chosen: set, opts: SolveOptions, report, budget: Budget,
+                 stats: dict) -> set:
+    """Among plans within the optimality gap of `chosen`, one whose fullest tile keeps the most free bytes
+    (the same model, its rows included; cycles bounded, the objective replaced)."""
+    limit = objective_value(p, chosen)
+    limit += int(limit * opts.relative_gap)
+    ctx.m.ClearObjective()
+    ctx.m.Add(objective_expr(ctx) <= limit)
+    ctx.m.Maximize(ctx.free)
+    ctx.m.ClearHints()
+    for k, v in ctx.x.items():
+        ctx.m.AddHint(v, k in chosen)
+    sub = budget.share(0.5)
+    sub.effort = min(sub.effort, SLACK_EFFORT)
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "free bytes", keep_free=True)
+    budget.spend(sub.spent)
+    stats.update(slack_status=solver.StatusName(status), slack_rounds=rounds)
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE) and not added:
+        return chosen_literals(ctx, solver)
+    return chosen  # the cycle-optimal plan, already exact on every tile
+
+
+def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict, report, budget: Budget
+                ) -> SolveResult:
     """Core, certificate from it, then (with explain) the minimal core, its certificate and the deficit."""
-    def left() -> float:
-        return max(5.0, opts.time_limit - (time.perf_counter() - t0))
-
-    stats["verdict_seconds"] = round(time.perf_counter() - t0, 3)
-    core, cctx = infeasible_core(p, classes, opts, left(), rows)
+    t0 = time.perf_counter()
+    core, cctx = infeasible_core(p, classes, opts, budget.share(0.3), rows, budget)
     stats["core_seconds"] = round(time.perf_counter() - t0, 3)
-    cert = build_certificate(p, classes, core, left()) if core else None
-    if cert is not None:
-        stats["certificate_at_seconds"] = round(time.perf_counter() - t0, 3)
-        if report:
-            report(f"certificate: {cert['kind'] or 'none found'} over {len(cert['rows'])} rows "
-                   f"({stats['certificate_at_seconds']:.1f} s)")
+    cert = build_certificate(p, classes, core, budget.share(0.5), budget) if core else None
+    if cert is not None and report:
+        report(f"certificate: {cert['kind'] or 'none found'} over {len(cert['rows'])} rows")
     if core and cctx is not None and opts.explain:
         full = len(core)
-        small, stats["core_minimal"] = minimize_core(cctx, core, left() / 2)
+        small, stats["core_minimal"] = minimize_core(cctx, core, budget.share(0.5), budget)
         stats["core_size_before_minimizing"] = full
         if len(small) < full:
             core = small
-            again = build_certificate(p, classes, core, left())
+            again = build_certificate(p, classes, core, budget.share(0.5), budget)
             if again["kind"] or cert is None or not cert["kind"]:
                 cert = again
-    if opts.explain:  # whatever time is left; the verdict stands even if this runs out
-        stats["explanation"] = elastic_explanation(p, classes, dataclasses.replace(opts, time_limit=left()))
-    stats["wall_seconds"] = round(time.perf_counter() - t0, 3)
-    return SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats, certificate=cert, model_rows=set(rows))
+    if opts.explain:
+        stats["explanation"] = elastic_explanation(p, classes, opts, budget.share(1.0), budget)
+    stats["deterministic_time"] = round(budget.spent, 3)
+    res = SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats, certificate=cert, model_rows=set(rows))
+    if cert is None or not cert.get("kind"):
+        res.verdict = Verdict.UNKNOWN
+        res.reason = ("CP-SAT found no plan, but no independent proof (counting, Farkas or z3) of its core was found "
+                      "within the effort; not reported as INFEASIBLE")
+    return res
 
 
-def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, t0: float):
-    """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none."""
+def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what: str, keep_free: bool = False):
+    """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none (or the
+    effort runs out). Returns (status, solver, rounds, rows added in the last round)."""
     p = ctx.p
-    dtime, rounds, added = 0.0, 0, 0
+    rounds, added = 0, 0
     while True:
         rounds += 1
-        solver = _params(opts, opts.time_limit - (time.perf_counter() - t0), opts.workers)
-        solver.parameters.max_deterministic_time = max(0.01, opts.time_limit - dtime)
-        status = solver.Solve(ctx.m, _Progress(report if not ctx.slack else None))
-        dtime += solver.deterministic_time
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or time.perf_counter() - t0 > opts.time_limit:
-            break
+        solver = cp_model.CpSolver()
+        budget.cpsat(solver, opts.workers, opts.seed)
+        if not ctx.slack and not keep_free:
+            solver.parameters.relative_gap_limit = opts.relative_gap
+        status = solver.Solve(ctx.m, _Progress(report if not ctx.slack else None, what))
+        budget.spend(solver.deterministic_time)
+        budget.check_wall()
+        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            return status, solver, rounds, added
         chosen = chosen_literals(ctx, solver)
         added = missing_rows(ctx, chosen, {k: solver.Value(v) for k, v in ctx.tables.items()},
                              {k: solver.Value(v) for k, v in ctx.slack.items()})
         use = tile_usage(p, chosen)
         tables = exchange_usage(p, chosen)[0]
         added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables,
-                                   solver.Value(ctx.slack["memory"]) if ctx.slack else 0)
-        if not added:
-            break
+                                   solver.Value(ctx.slack["memory"]) if ctx.slack else 0,
+                                   solver.Value(ctx.free) if keep_free else 0)
+        if not added or rounds >= MAX_ROUNDS or budget.left() <= 0:
+            return status, solver, rounds, added
         if report:
             report(f"round {rounds}: added {added} exact tile rows the plan breaks; solving again")
         ctx.m.ClearHints()
         for k, v in ctx.x.items():
             ctx.m.AddHint(v, solver.Value(v))
-    return status, solver, rounds, added, dtime
 
 
 def chosen_literals(ctx: ModelCtx, solver) -> set[tuple]:
-    return {k for k, v in ctx.x.items() if solver.Value(v)} | {("home", k) for k, v in ctx.home.items()
-                                                             if solver.Value(v)}
+    return {k for k, v in ctx.x.items() if solver.Value(v)}
 
 
-def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float, rows: set = frozenset()):
+def infeasible_core(p: Problem, classes, opts: SolveOptions, sub: Budget, rows: set = frozenset(),
+                    parent: Budget | None = None):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
     the exact tile rows the solving model had gained (they may be what makes it infeasible)."""
     ctx = build_model(p, classes, objective=False)
     _same_rows(ctx, rows)
     ctx.m.AddAssumptions([g for g, _ in ctx.guards])
-    solver = _params(opts, seconds, 1)
+    solver = cp_model.CpSolver()
+    sub.cpsat(solver, 1, opts.seed)
     status = solver.Solve(ctx.m)
+    sub.spend(solver.deterministic_time)
+    if parent is not None:
+        parent.spend(solver.deterministic_time)
+    sub.check_wall()
     if status != cp_model.INFEASIBLE:
         return [], None
     idx = {g.Index(): info for g, info in ctx.guards}
@@ -244,8 +302,8 @@ def infeasible_core(p: Problem, classes, opts: SolveOptions, seconds: float, row
 
 
 def _same_rows(ctx: ModelCtx, rows: set) -> None:
-    """The lazily added rows of the model that was found infeasible: the core model is that model (a smaller
-    one than with every row, so the core comes quickly; every row is a true constraint either way)."""
+    """The lazily added rows of another model of the same problem (the model that was solved or found
+    infeasible): every row is a true constraint, so adding them only saves rounds."""
     from .exchange.tables import add_budget_row, add_fragment_row, add_table_row
     from .memory.liveness import add_tile_row
     for key in sorted(rows, key=repr):
@@ -262,23 +320,15 @@ def _same_rows(ctx: ModelCtx, rows: set) -> None:
 def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
     """[steps, tiles] live bytes per memory class for the chosen literals (all tiles, no classes)."""
     T, n = p.target.tiles, len(p.steps)
-    out = {mc: np.zeros((n, T), np.int64) for mc in MemClass}
+    out = {mc: np.zeros((n, T), np.int64) for mc in (MemClass.STANDARD, MemClass.INTERLEAVED)}
     for cb in p.contribs:
         if cb.lit in chosen:
             out[cb.mem][cb.first:cb.last + 1] += p.vectors[cb.vec]
     return out
 
 
-def extract_plan(ctx: ModelCtx, solver: cp_model.CpSolver, opts: SolveOptions) -> dict:
-    """The plan's body: every choice, peaks by region (tile and step), modeled cycles, bound and gap."""
-    chosen = chosen_literals(ctx, solver)
-    objective = objective_value(ctx.p, chosen)
-    bound = min(objective, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
-    return plan_body(ctx.p, chosen, bound, ctx.classes)
-
-
 def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dict:
-    """plan.json's choices, classes, exchange figures, peaks and cycles for a full set of literals."""
+    """plan.json's choices, classes, exchange figures, peaks, slack and cycles for a full set of literals."""
     choices = {}
     for op, impls in p.impls.items():
         i = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)
@@ -287,28 +337,33 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
     std, il = usage[MemClass.STANDARD], usage[MemClass.INTERLEAVED]
     a = p.acct
     tables, frags, by_step = exchange_usage(p, chosen)
-    resident = tables[None, :] if a.tables_in_memory else 0
+    resident = a.table_alloc(tables)[None, :] if a.tables_in_memory else 0
     r0, r1 = region_usage(std, il, a.support + resident, a.region0)
+    total = std + il + a.support + resident
     objective = objective_value(p, chosen)
     clock = p.target.clock_hz
+    free = a.usable - total.max(0)
+    tile = int(np.argmin(free))
     classes = [{"class": c.index, "representative_tile": c.rep, "tiles": len(c.tiles),
                 "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in classes]
     return {
         "choices": choices,
         "tile_classes": classes,
         "exchange": exchange_report(p, chosen, tables, frags, by_step),
-        "peaks": {"total": peak(std + il + a.support + resident, p.steps), "standard": peak(std, p.steps),
+        "peaks": {"total": peak(total, p.steps), "standard": peak(std, p.steps),
                   "interleaved": peak(il, p.steps), "region0": peak(r0, p.steps), "region1": peak(r1, p.steps)},
+        "slack": {"bytes": int(free[tile]), "tile": tile, "step": p.steps[int(np.argmax(total[:, tile]))],
+                  "headroom": a.headroom, "tiles_under_8k": int((free < 8192).sum())},
         "cycles": {"modeled": objective, "ms": round(objective / clock * 1e3, 4), "best_bound": bound,
                    "gap": round((objective - bound) / objective, 6) if objective and bound is not None else None},
     }
 
 
 def exchange_usage(p: Problem, chosen: set[tuple]):
-    """Per-tile encoded table bytes and fragments of the chosen exchanges, and tables per step."""
+    """Per-tile encoded table bytes and pieces of the chosen exchanges, and both per step."""
     T, n = p.target.tiles, len(p.steps)
     tables, frags = np.zeros(T, np.int64), np.zeros(T, np.int64)
-    by_step = np.zeros((2, n, T), np.int64)  # tables, fragments per superstep
+    by_step = np.zeros((2, n, T), np.int64)
     for x in p.xcontribs:
         if x.lit in chosen:
             tables += p.vectors[x.tables]
@@ -327,6 +382,7 @@ def exchange_report(p: Problem, chosen: set[tuple], tables, frags, by_step) -> d
     return {
         "tables": {"bytes": int(tables[tt]), "tile": tt, "limit": a.table_budget,
                    "margin": a.table_budget - int(tables[tt]),
+                   "allocated": int(a.table_alloc(tables[tt])) if a.tables_in_memory else None,
                    "largest_superstep": p.steps[int(np.argmax(by_step[0, :, tt]))]},
         "fragments": {"count": int(frags[ft]), "tile": ft, "limit": a.fragment_limit,
                       "margin": a.fragment_limit - int(frags[ft]),

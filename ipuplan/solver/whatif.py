@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
 from ..check import check_plan
+from ..errors import Unfinished
 from ..check.certificate import check_certificate
 from ..source import load_yaml
-from .certificate import regenerate_catalogue
 from .driver import Job, run_solve
 
 
@@ -27,8 +28,9 @@ def job_from_doc(doc: dict) -> Job:
     o = doc["options"]
     return Job(doc["inputs"]["model"]["path"], doc["inputs"]["target"]["path"], doc["batch"], doc["layers"],
                doc["precision"], doc["fuse_qkv"],
-               SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], time_limit=o["time_limit"],
-                            seed=o["seed"], relays=o.get("relays", True), table_budget=o.get("exchange_table_budget")))
+               SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], relays=o["relays"],
+                            table_budget=o["exchange_table_budget"], headroom=o["headroom"],
+                            seed=doc["search"]["seed"], effort=doc["search"]["effort"]))
 
 
 def _verify(d: Path, doc: dict) -> str:
@@ -41,7 +43,7 @@ def _verify(d: Path, doc: dict) -> str:
     if not (d / "certificate.json").exists():
         return "no certificate (CP-SAT's verdict only)"
     cert = json.loads((d / "certificate.json").read_text())
-    rep = check_certificate(cert, regenerate_catalogue(cert))
+    rep = check_certificate(cert)
     if not rep.ok:
         raise RuntimeError(f"what-if probe {d}: certificate rejected: {rep.violations[0]}")
     return f"certificate checked ({cert['kind']})"
@@ -55,7 +57,7 @@ def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -
     d = out / f"{kind}-{value}"
     res, doc = run_solve(j, d)
     if doc["verdict"] == "UNKNOWN":
-        raise TimeoutError(f"{kind} {value}: time limit ran out")
+        raise Unfinished(f"what-if {kind} {value}: UNKNOWN ({doc['unknown']['reason']})")
     evidence[value] = _verify(d, doc)
     if report:
         report(f"{kind} {value}: {doc['verdict']}, {evidence[value]}")
@@ -111,12 +113,10 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     if "deficit_bytes" not in ex:
         return {"kind": "memory", "note": "no least-overflowing plan was found within the time limit"}
     deficit = ex["deficit_bytes"]
-    text = Path(job.target).read_text()
-    sram = load_yaml(job.target, "target").value["memory"].value["sram_bytes"].value
     tdir = out / "memory"
     tdir.mkdir(parents=True, exist_ok=True)
     tpath = tdir / "target.yaml"
-    tpath.write_text(text.replace(f"sram_bytes: {sram}", f"sram_bytes: {sram + deficit}", 1))
+    tpath.write_text(grown_target(job.target, deficit))
     j = dataclasses.replace(job, target=str(tpath))
     res, fdoc = run_solve(j, tdir / "fit")
     ok = fdoc["verdict"] == "FIT" and check_plan(fdoc).ok
@@ -126,7 +126,7 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     below = None
     if ok and exact and deficit > 1:  # the other side of the boundary: one byte less, with its certificate
         bpath = tdir / "below.yaml"
-        bpath.write_text(text.replace(f"sram_bytes: {sram}", f"sram_bytes: {sram + deficit - 1}", 1))
+        bpath.write_text(grown_target(job.target, deficit - 1))
         jb = dataclasses.replace(job, target=str(bpath), options=dataclasses.replace(job.options, explain=False))
         _, bdoc = run_solve(jb, tdir / "below")
         below = {"verdict": bdoc["verdict"], "evidence": _verify(tdir / "below", bdoc), "dir": str(tdir / "below")}
@@ -135,6 +135,19 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
             "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
             "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below}
+
+
+def grown_target(path: str, extra: int) -> str:
+    """The target file with `extra` more bytes of SRAM per tile, added to region 1 (its end moves up)."""
+    root = load_yaml(path, "target").value
+    sram = root["memory"].value["sram_bytes"].value
+    limit = root["memory_map"].value["loadable_limit"]
+    lines = Path(path).read_text().splitlines(keepends=True)
+    i = root["memory"].value["sram_bytes"].loc.line - 1
+    lines[i] = lines[i].replace(f"sram_bytes: {sram}", f"sram_bytes: {sram + extra}", 1)
+    j = limit.loc.line - 1
+    lines[j] = re.sub(r"loadable_limit: *\S+", f"loadable_limit: {hex(limit.value + extra)}", lines[j], count=1)
+    return "".join(lines)
 
 
 def what_if(directory: Path, kind: str, report=None) -> dict:

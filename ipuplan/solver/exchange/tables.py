@@ -4,10 +4,11 @@ For tile class k (tiles with identical data bytes) a variable X_k stands for the
 footprint of its own tiles: for tiles t of the class
     sum_l table_l[t] * lit_l <= X_k,        X_k <= exchange table budget (81,920 B)
 and for tiles t
-    sum_l frags_l[t] * lit_l <= fragment limit (16,384),
-over every conversion, staging, relay and internal exchange chosen, the Repeat body's code counted once.
-X_k also occupies region 0 and the tile for the whole program (liveness, regions). Tiles whose data
-bytes another class dominates are checked exactly after each solve (memory/liveness.py).
+    sum_l pieces_l[t] * lit_l <= fragment limit (16,384),
+over every conversion, staging, relay and internal exchange chosen, the Repeat body's code counted once
+(table bytes: the IPU21 instruction words of docs/EXCHANGE.md, an upper bound of the real encoding).
+X_k occupies whole region-0 elements (with the fetch guard) for the whole program (liveness, regions).
+Tiles whose data bytes another class dominates are checked exactly after each solve (memory/liveness.py).
 
 Rows are added lazily: the model starts with each class's few heaviest rows; after each solve the
 chosen plan is measured on every tile and any tile whose exact tables or fragments break a row that
@@ -22,7 +23,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..classes import dominant_rows
+from ..classes import heaviest_rows
 from ..model import ModelCtx
 
 INITIAL_ROWS = 6
@@ -88,23 +89,20 @@ def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
 def add_exchange(ctx: ModelCtx) -> None:
     m, a = ctx.m, ctx.p.acct
     ctx.xmat = {"tables": _matrix(ctx, "tables"), "frags": _matrix(ctx, "frags")}
-    big = a.usable + a.table_budget
+    big = int(a.usable + a.table_budget)
     for c in ctx.classes:
         x = m.NewIntVar(0, big, f"tables[{c.index}]")
         ctx.tables[c.index] = x
         sub = ctx.xmat["tables"][c.tiles]
         if sub.shape[1]:
-            rows = dominant_rows(sub)
-            heavy = rows[np.argsort(-sub[rows].sum(1), kind="stable")][:INITIAL_ROWS]
-            for r in heavy:
+            for r in heaviest_rows(sub, INITIAL_ROWS):
                 add_table_row(ctx, c.index, int(c.tiles[r]))
         g = ctx.guard(f"exchange[tables <= {a.table_budget:,} B, {c.describe()}]", "exchange", ("tables", c.index))
         m.Add(x <= a.table_budget + ctx.over("tables")).OnlyEnforceIf(g)
         ctx.constraints += 1
     f = ctx.xmat["frags"]
     if f.shape[1]:
-        rows = dominant_rows(f)
-        for r in rows[np.argsort(-f[rows].sum(1), kind="stable")][:INITIAL_ROWS * 4]:
+        for r in heaviest_rows(f, INITIAL_ROWS * 4):
             add_fragment_row(ctx, int(r))
 
 

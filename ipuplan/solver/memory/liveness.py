@@ -1,9 +1,11 @@
 """Family `memory/liveness`: at every step, the live bytes of every tile class fit the tile.
 
 For class k (representative tile r) and step t, with c_l[r] the bytes of contribution l on tile r:
-    sum_{l live at t} c_l[r] * lit_l + X_k  <=  usable - support
-where X_k is the class's exchange-table bytes (resident for the whole program; exchange family).
-Constraints that cannot bind (their largest possible left side fits) are not emitted.
+    sum_{l live at t} c_l[r] * lit_l + A_k + F  <=  usable - support - headroom
+where A_k is the region-0 space the class's exchange tables occupy (whole elements covering the tables
+and the fetch guard; resident for the whole program; exchange family) and F the free bytes the slack
+objective keeps (0 otherwise). Constraints that cannot bind (their largest possible left side fits)
+are not emitted.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections import defaultdict
 import numpy as np
 
 from ...layout import MemClass
-from ..model import ModelCtx
+from ..model import SLACK_MAX, ModelCtx
 
 
 def _group(lit: tuple) -> tuple:
@@ -23,39 +25,57 @@ def _group(lit: tuple) -> tuple:
     return lit
 
 
-def live_terms(ctx: ModelCtx, mem: MemClass | None):
-    """Yield (class, step, {literal: bytes on the class's tile}, largest possible sum) for live steps."""
+def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
+    """Yield (class, step, {literal: bytes on the class's tile}, largest possible sum) for every class and
+    step whose largest possible sum (one literal per exclusive group) exceeds `threshold`, leaving out a
+    step whose every coefficient is <= those of another kept step of the same class (it is implied)."""
     p = ctx.p
-    by_step: dict[int, list] = defaultdict(list)
-    for cb in p.contribs:
-        if mem is None or cb.mem is mem:
-            for t in range(cb.first, cb.last + 1):
-                by_step[t].append(cb)
-    for c in ctx.classes:
-        for t in range(len(p.steps)):
-            terms: dict[tuple, int] = defaultdict(int)
-            for cb in by_step.get(t, ()):
-                v = int(p.vectors[cb.vec][c.rep])
-                if v:
-                    terms[cb.lit] += v
-            if not terms:
+    cbs = [cb for cb in p.contribs if mem is None or cb.mem is mem]
+    if not cbs:
+        return
+    lits = sorted({cb.lit for cb in cbs}, key=repr)
+    lit_id = {k: i for i, k in enumerate(lits)}
+    groups = sorted({_group(k) for k in lits}, key=repr)
+    grp = np.array([groups.index(_group(k)) for k in lits])
+    L = np.array([lit_id[cb.lit] for cb in cbs])
+    first = np.array([cb.first for cb in cbs])
+    last = np.array([cb.last for cb in cbs])
+    reps = np.array([c.rep for c in ctx.classes])
+    V = np.stack([p.vectors[cb.vec][reps] for cb in cbs]).astype(np.int64)  # [contribs, classes]
+    steps = len(p.steps)
+    S = np.zeros((steps, len(lits), len(reps)), np.int64)  # bytes of each literal on each class, per step
+    for t in range(steps):
+        live = (first <= t) & (t <= last)
+        np.add.at(S[t], L[live], V[live])
+    G = np.zeros((steps, len(groups), len(reps)), np.int64)
+    for t in range(steps):
+        np.maximum.at(G[t], grp, S[t])
+    top = G.sum(1)  # [steps, classes]
+    for ci, c in enumerate(ctx.classes):
+        rows = np.flatnonzero(top[:, ci] > threshold)
+        if not len(rows):
+            continue
+        M = S[rows, :, ci]  # [rows, lits]
+        order = np.argsort(-M.sum(1), kind="stable")
+        kept: list[int] = []
+        for a in order:
+            if kept and (M[kept] >= M[a]).all(1).any():
                 continue
-            worst: dict[tuple, int] = defaultdict(int)
-            for lit, v in terms.items():
-                worst[_group(lit)] = max(worst[_group(lit)], v)
-            yield c, t, terms, sum(worst.values())
+            kept.append(int(a))
+        for a in sorted(kept):
+            nz = np.flatnonzero(M[a])
+            yield c, int(rows[a]), {lits[i]: int(M[a, i]) for i in nz}, int(top[rows[a], ci])
 
 
 def add_liveness(ctx: ModelCtx) -> None:
     p, m, a = ctx.p, ctx.m, ctx.p.acct
-    cap = a.usable - a.support
-    tab_max = a.table_budget if a.tables_in_memory else 0
-    for c, t, terms, top in live_terms(ctx, None):
-        if top + tab_max <= cap:
-            continue
-        g = ctx.guard(f"memory[point={p.steps[t]}, {c.describe()}]", "liveness", ("total", t, c.index))
-        tables = ctx.tables[c.index] if a.tables_in_memory else 0
-        m.Add(ctx.weighted(terms) + tables <= cap + ctx.over("memory")).OnlyEnforceIf(g)
+    cap = a.capacity
+    tab_max = int(a.table_alloc(a.table_budget)) if a.tables_in_memory else 0
+    reach = SLACK_MAX if ctx.free is not None else 0
+    for c, t, terms, top in live_rows(ctx, None, cap - tab_max - reach):
+        g = ctx.guard(f"memory[point={p.steps[t]}, {c.name}]", "liveness", ("total", t, c.index))
+        tables = ctx.table_alloc(c.index, ctx.tables[c.index]) if a.tables_in_memory else 0
+        m.Add(ctx.weighted(terms) + tables + ctx.kept_free() <= cap + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
 
 
@@ -73,26 +93,27 @@ def add_tile_row(ctx: ModelCtx, tile: int, step: int) -> bool:
             v = int(p.vectors[cb.vec][tile])
             if v:
                 terms[cb.lit] += v
-    if a.tables_in_memory:
-        for j in np.flatnonzero(ctx.xmat["tables"][tile]):
-            terms[p.xcontribs[j].lit] += int(ctx.xmat["tables"][tile, j])
-    g = ctx.guard(f"memory[point={p.steps[step]}, tile {tile}]", "liveness", ("tile", step, tile))
-    ctx.m.Add(ctx.weighted(terms) <= a.usable - a.support + ctx.over("memory")).OnlyEnforceIf(g)
+    alloc = 0
     if a.tables_in_memory:
         tab = {p.xcontribs[j].lit: int(ctx.xmat["tables"][tile, j]) for j in np.flatnonzero(ctx.xmat["tables"][tile])}
-        if tab:
-            g0 = ctx.guard(f"region0[code + exchange tables, tile {tile}]", "regions", ("tile-tables", tile))
-            ctx.m.Add(ctx.weighted(tab) + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g0)
+        alloc = ctx.table_alloc(("tile", tile), ctx.weighted(tab) if tab else 0)
+    g = ctx.guard(f"memory[point={p.steps[step]}, tile {tile}]", "liveness", ("tile", step, tile))
+    ctx.m.Add(ctx.weighted(terms) + alloc + ctx.kept_free() <= a.capacity + ctx.over("memory")).OnlyEnforceIf(g)
+    if a.tables_in_memory:
+        g0 = ctx.guard(f"region0[code + exchange tables, tile {tile}]", "regions", ("tile-tables", tile))
+        ctx.m.Add(alloc + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g0)
     ctx.constraints += 2
     return True
 
 
-def missing_tile_rows(ctx: ModelCtx, usage_total: np.ndarray, tables: np.ndarray, slack: int = 0) -> int:
-    """Add exact rows for tiles the chosen plan overflows (total or region 0) that are not yet modeled."""
+def missing_tile_rows(ctx: ModelCtx, usage_total: np.ndarray, tables: np.ndarray, slack: int = 0,
+                      free: int = 0) -> int:
+    """Add exact rows for tiles the chosen plan overflows (total or region 0), or leaves fewer than `free`
+    bytes, that are not yet modeled."""
     a = ctx.p.acct
-    tab = tables if a.tables_in_memory else np.zeros_like(tables)
-    total = usage_total + tab[None, :]
-    over_t = np.flatnonzero((total > a.usable - a.support + slack).any(0) | (tab + a.support > a.region0 + slack))
+    alloc = a.table_alloc(tables) if a.tables_in_memory else np.zeros_like(tables)
+    total = usage_total + alloc[None, :]
+    over_t = np.flatnonzero((total > a.capacity - free + slack).any(0) | (alloc + a.support > a.region0 + slack))
     added = 0
     for t in over_t[:64]:
         added += add_tile_row(ctx, int(t), int(np.argmax(total[:, t])))

@@ -1,36 +1,36 @@
 """Family `memory/regions`: what each memory region can hold, per tile class and step.
 
-Region 0 holds code and runtime (the support bytes), the exchange tables and may hold standard data;
-region 1 holds all interleaved data and may hold standard data. With s0 the standard bytes placed in
-region 0 at a step (a split variable per class and step), the region limits are
-    support + tables + s0 <= region0,   interleaved + (standard - s0) <= region1.
-Eliminating s0 leaves `support + tables <= region0`, `interleaved <= region1` and the liveness family's
+Region 0 holds the support (fixed reservations, code, supervisor program), the exchange tables (whole
+elements) and may hold standard data; region 1 holds all interleaved data and may hold standard data.
+With s0 the standard bytes placed in region 0 at a step (a split variable per class and step), the region
+limits are
+    support + A_k + s0 <= region0,   interleaved + (standard - s0) <= region1.
+Eliminating s0 leaves `support + A_k <= region0`, `interleaved <= region1` and the liveness family's
 total bound, which is what is emitted. This is a relaxation of pinning every buffer to one region for its
-whole life: a verdict of INFEASIBLE therefore holds for every region assignment and placement, and a FIT
-plan's per-buffer regions are fixed by address placement.
+whole life: a verdict of INFEASIBLE therefore holds for every region assignment and placement; a FIT
+plan's buffers get their regions and addresses from the placement, which may still refuse it.
 """
 
 from __future__ import annotations
 
 from ...layout import MemClass
 from ..model import ModelCtx
-from .liveness import live_terms
+from .liveness import live_rows
 
 
 def add_regions(ctx: ModelCtx) -> None:
     p, m, a = ctx.p, ctx.m, ctx.p.acct
-    g0 = ctx.guard(f"region0[support {a.support} B <= {a.region0} B]", "regions", ("region0",))
+    g0 = ctx.guard(f"region0[support {a.support:,} B <= {a.region0:,} B]", "regions", ("region0",))
     one = m.NewConstant(1)
     m.Add(a.support * one <= a.region0).OnlyEnforceIf(g0)
     ctx.constraints += 1
-    if a.tables_in_memory and a.support + a.table_budget > a.region0:
+    if a.tables_in_memory and a.support + int(a.table_alloc(a.table_budget)) > a.region0:
         for c in ctx.classes:
             g = ctx.guard(f"region0[code + exchange tables, {c.describe()}]", "regions", ("tables", c.index))
-            m.Add(ctx.tables[c.index] + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g)
+            alloc = ctx.table_alloc(c.index, ctx.tables[c.index])
+            m.Add(alloc + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g)
             ctx.constraints += 1
-    for c, t, terms, top in live_terms(ctx, MemClass.INTERLEAVED):
-        if top <= a.region1:
-            continue
+    for c, t, terms, top in live_rows(ctx, MemClass.INTERLEAVED, a.region1):
         g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
         m.Add(ctx.weighted(terms) <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1

@@ -1,0 +1,40 @@
+"""The implementation catalogue: the schedule, and per op kind the candidate implementations the planner
+chooses from (pure numpy: the solver, the backend and the certificate checker's scope check all read it)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir.graph import OpKind
+from .attention import attention
+from .elementwise import elementwise
+from .impl import Buf, Ctx, Impl, Internal, Life, ParamMode, ParamUse, RowsInto
+from .matmul import matmul
+from .schedule import Schedule, SOp, build_schedule, matrix
+
+CATALOGUE: dict[OpKind, Callable[[Ctx, SOp], list[Impl]]] = {
+    OpKind.MATMUL: matmul,
+    OpKind.ATTENTION: attention,
+    OpKind.ADD: elementwise,
+    OpKind.GELU: elementwise,
+    OpKind.CAST: elementwise,
+    OpKind.LAYERNORM: elementwise,
+    OpKind.BROADCAST: elementwise,
+    OpKind.CONCAT: elementwise,
+}
+# Anchors first: their layouts seed the element-wise ops around them.
+ANCHORS = (OpKind.MATMUL, OpKind.ATTENTION)
+
+
+def build_catalogue(ctx: Ctx) -> dict[str, list[Impl]]:
+    for sop in ctx.sched.ops:
+        if sop.op.kind in ANCHORS:
+            ctx.impls[sop.key] = CATALOGUE[sop.op.kind](ctx, sop)
+    for sop in ctx.sched.ops:
+        if sop.op.kind not in ANCHORS:
+            ctx.impls[sop.key] = CATALOGUE[sop.op.kind](ctx, sop)
+    return ctx.impls
+
+
+__all__ = ["Buf", "CATALOGUE", "Ctx", "Impl", "Internal", "Life", "ParamMode", "ParamUse", "RowsInto", "SOp",
+           "Schedule", "build_catalogue", "build_schedule", "matrix"]

@@ -1,0 +1,95 @@
+"""What an implementation is: its output layout, the layouts its inputs must arrive in, how it holds its
+parameters, every other buffer it allocates (with its lifetime), the exchanges inside it, its codelets
+and its modeled cycles. The planner counts these buffers, the backend places and lowers the same ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from ..layout import Layout, Transfer
+from ..target import Target
+from .schedule import Schedule
+
+
+class Life(Enum):
+    """When a buffer of an implementation is live, relative to its op's two steps."""
+
+    COMPUTE = "compute"  # the op's compute step (scratch, partials, received partials and statistics)
+    OPERAND = "operand"  # the op's exchange step to its compute step (staged weights, exchanged inputs)
+    PROGRAM = "program"  # the whole program (resident parameters, RoPE tables, vertex descriptors)
+
+
+class ParamMode(Enum):
+    RESIDENT = "resident"  # every iteration's copy held in the compute layout for the whole program
+    STAGED = "staged"  # compact balanced home; copied into the compute layout before each use
+
+
+@dataclass(frozen=True)
+class ParamUse:
+    key: str
+    layout: Layout  # one iteration, as the op consumes it
+    mode: ParamMode
+
+
+@dataclass(frozen=True)
+class Buf:
+    """A buffer an implementation allocates besides its output and exchanged inputs."""
+
+    role: str
+    layout: Layout
+    life: Life
+
+
+@dataclass(frozen=True)
+class RowsInto:
+    """An input written by the exchange straight into rows of the op's output buffer (concatenation):
+    `segments` are (output row, input row, rows) triples."""
+
+    layout: Layout
+    segments: tuple[tuple[int, int, int], ...]
+
+
+@dataclass(frozen=True)
+class Internal:
+    """An exchange inside the op's compute step (partial-sum reduction, cross-tile statistics)."""
+
+    what: str
+    transfer: Transfer
+
+
+@dataclass(eq=False)
+class Impl:
+    """One way to run one op.
+
+    fields: the identifying record plan.json keeps (the checker re-derives everything else from it);
+    needs[i]: the layout input i must arrive in (a RowsInto: written into the output by the exchange);
+    bufs: scratch, partials, received partials, statistics, RoPE tables, descriptors;
+    codelets: names of the codelets it runs; compute_sets / exchanges: supersteps of its program.
+    """
+
+    op: str
+    label: str
+    fields: dict
+    out: Layout
+    needs: dict[int, Layout | RowsInto | None]
+    params: tuple[ParamUse, ...]
+    bufs: tuple[Buf, ...]
+    cycles: int
+    codelets: tuple[str, ...]
+    compute_sets: int = 1
+    internal: tuple[Internal, ...] = ()
+    extra_exchange: int = 0  # cycles of the internal exchanges
+    out_from_exchange: bool = False  # the output buffer is written by the op's exchange (concat)
+
+
+@dataclass
+class Ctx:
+    target: Target
+    sched: Schedule
+    batch: int
+    impls: dict[str, list[Impl]] = field(default_factory=dict)
+
+    @property
+    def tiles(self) -> int:
+        return self.target.tiles

@@ -1,0 +1,191 @@
+"""Matmul implementations: (pm, pn, pk) grids over tiles, weights resident or staged, k-split reduction.
+
+Grid cell (i, j, r) runs on tile start + i * pn * pk + j * pk + r: x block (i, r) replicated over j,
+w block (r, j) replicated over i, both AMP operands (interleaved, padded to the AMP's blocks). With pk = 1
+the AMP writes the F16 output (bias and any RoPE rotation in its epilogue); with pk > 1 every cell writes
+F32 partials, the cells r >= 1 send theirs to the cell r = 0 of their output block, which sums them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from math import ceil
+
+import numpy as np
+
+from ..codelets import exchange_cycles, gemm, vector
+from ..ir.graph import OpKind
+from ..layout import Layout
+from ..layout.transfer import block_moves
+from .common import IL, STD, descriptors, patched, pow2_upto, row_layout, variants
+from .impl import Buf, Ctx, Impl, Internal, Life
+from .schedule import SOp, matrix
+
+
+def grid_cost(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, pk: int) -> tuple[int, int]:
+    """(modeled cycles, per-tile bytes) of one grid: both operands padded as the AMP needs them, the output
+    or, with pk > 1, the F32 partial and one received partial."""
+    xe = we = 1 if fp8 else 2
+    km = gemm.k_multiple(fp8)
+    mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
+    kp, np_ = ceil(kb / km) * km, ceil(nb / gemm.N_MULTIPLE) * gemm.N_MULTIPLE
+    mem = mb * kp * xe + kp * np_ * we + (mb * nb * 8 if pk > 1 else mb * nb * 2)
+    cyc = gemm.cycles(ctx.target, mb, kb, nb, fp8) + (mb * kb * xe + kb * nb * we) // ctx.target.exchange_bytes_per_cycle
+    if pk > 1:
+        cyc += gemm.reduce_cycles(ctx.target, mb, nb, pk) + tree_rounds(pk) * mb * nb * 4 // 4
+    return cyc, mem
+
+
+def grids(ctx: Ctx, m: int, k: int, n: int, fp8: bool, keep: int = 5) -> list[tuple[int, int, int]]:
+    """(pm, pn, pk) grids on the Pareto front of modeled cycles and per-tile bytes, spread along it (the
+    fastest and the leanest always kept). Rows take every distinct block height; columns the largest split
+    that fits the tiles and the largest ones whose blocks are whole AMP column groups."""
+    T = ctx.tiles
+    km = gemm.k_multiple(fp8)
+    seen, cands = set(), []
+    for pk in (1, 2, 4, 8):
+        if pk > ceil(k / 4) or ceil(k / pk) < km and pk > 1:
+            continue
+        heights = sorted({ceil(m / pm) for pm in range(1, min(m, T // pk) + 1)})
+        for mb in heights:
+            pm = ceil(m / mb)
+            top = min(T // (pm * pk), ceil(n / 4))
+            if top < 1:
+                continue
+            pns = {top} | set(sorted((pn for pn in range(1, top + 1) if ceil(n / pn) % gemm.N_MULTIPLE == 0),
+                                     reverse=True)[:2])
+            for pn in pns:
+                if (pm, pn, pk) in seen or pm * pn * pk < min(T // 3, m * n * pk // 4):
+                    continue
+                seen.add((pm, pn, pk))
+                cyc, mem = grid_cost(ctx, m, k, n, fp8, pm, pn, pk)
+                cands.append((cyc, mem, pm, pn, pk))
+    cands.sort()
+    front, best_mem = [], None
+    for c in cands:  # Pareto front: cycles ascending, memory strictly decreasing
+        if best_mem is None or c[1] < best_mem:
+            front.append(c)
+            best_mem = c[1]
+    if len(front) > keep:
+        idx = np.unique(np.linspace(0, len(front) - 1, keep).round().astype(int))
+        front = [front[i] for i in idx]
+    return [(pm, pn, pk) for _, _, pm, pn, pk in front]
+
+
+def tree_rounds(pk: int) -> int:
+    return max(0, int(pk).bit_length() - 1)
+
+
+def rope_consumer(ctx: Ctx, sop: SOp):
+    """The RoPE attention reading this op's output, with the column windows of q and k it rotates."""
+    for c in ctx.sched.buffers[sop.out_key].consumers:
+        cop = ctx.sched.op(c)
+        if cop.op.kind is OpKind.ATTENTION and cop.op.attrs.rope:
+            wins = [r.window or (0, matrix(ctx.sched.buffers[r.key].value)[1])
+                    for i, r in cop.reads if i in (0, 1) and r.key == sop.out_key]
+            return cop, wins
+    return None, []
+
+
+def rope_tables(out: Layout, wins: list[tuple[int, int]]) -> Layout:
+    """F32 sin and cos tables beside the q and k columns of every output block (8 bytes per element of
+    the windows), modeled as the windows' share of each block's columns, rounded up."""
+    cols = sum(c1 - c0 for c0, c1 in wins)
+    return dataclasses.replace(out, elem=max(1, ceil(8 * cols / out.cols)), mem=STD, row_align=1, col_align=1)
+
+
+def partial_layouts(m: int, n: int, pm: int, pn: int, pk: int, groups: int) -> tuple[Layout, Layout]:
+    """F32 partials of every cell (replica r on tile + r; interleaved: the AMP writes them) and, on the cells
+    that receive in the reduction tree (r even), one received partial."""
+    rs = pn * pk
+    part = Layout(m, n, 4, pr=pm, pc=pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1,
+                  row_groups=groups, mem=IL)
+    recv = Layout(m, n, 4, pr=pm, pc=pn, replicas=pk // 2, row_stride=rs, col_stride=pk, rep_stride=2,
+                  row_groups=groups, mem=STD)
+    return part, recv
+
+
+def reduction(ctx: Ctx, part: Layout, recv: Layout, pk: int) -> tuple[Internal, ...]:
+    """The k-slice partials summed by a binary tree: in round s the cell r (r mod 2^(s+1) = 2^s) sends its
+    running partial, one run, to the cell r - 2^s, which adds it into its own; the cell r = 0 ends with the
+    sum of all pk slices (in the order ((p0 + p1) + (p2 + p3)) + ...)."""
+    T = ctx.tiles
+    pt, po = part.block_tiles(T), part.block_offsets(T)
+    rt, ro = recv.block_tiles(T), recv.block_offsets(T)
+    nb = part.block_bytes().ravel()
+    out = []
+    for s in range(tree_rounds(pk)):
+        step = 1 << s
+        senders = [r for r in range(pk) if r % (2 * step) == step]
+        src = np.concatenate([pt[r].ravel() for r in senders])
+        soff = np.concatenate([po[r].ravel() for r in senders])
+        dst = np.concatenate([rt[(r - step) // 2].ravel() for r in senders])
+        doff = np.concatenate([ro[(r - step) // 2].ravel() for r in senders])
+        tr = block_moves(T, src, soff, dst, doff, np.tile(nb, len(senders)), ctx.target.encoding)
+        out.append(Internal(f"reduction round {s + 1}", tr))
+    return tuple(out)
+
+
+def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
+    T, B, tg = ctx.tiles, ctx.batch, ctx.target
+    xref, wref = sop.reads[0][1], sop.reads[1][1]
+    xv = (ctx.sched.buffers[xref.key].value if xref.kind == "act" else ctx.sched.params[xref.key].value)
+    wv = ctx.sched.params[wref.key].value
+    m, k = matrix(xv)
+    n = wv.shape[1]
+    fp8 = xv.dtype.is_fp8
+    xe, we = xv.dtype.itemsize, wv.dtype.itemsize
+    km = gemm.k_multiple(fp8)
+    amp = gemm.GEMM[fp8]
+    rope_op, rope_wins = rope_consumer(ctx, sop)
+    impls = []
+    for pm, pn, pk in grids(ctx, m, k, n, fp8):
+        rs = pn * pk
+        xlay = row_layout(m, k, xe, B, pm, pk, IL, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
+                          col_align=km)
+        wlay = Layout(k, n, we, pr=pk, pc=pn, replicas=pm, row_stride=1, col_stride=pk, rep_stride=rs, mem=IL,
+                      row_align=km, col_align=gemm.N_MULTIPLE)
+        out = row_layout(m, n, 2, B, pm, pn, IL if pk == 1 else STD, row_stride=rs, col_stride=pk)
+        uses = [(wref.key, wlay)]
+        if len(sop.reads) > 2:
+            uses.append((sop.reads[2][1].key, Layout(1, n, 2, pr=1, pc=pn, replicas=pm, col_stride=pk,
+                                                     rep_stride=rs)))
+        mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
+        cyc = gemm.cycles(tg, mb, kb, nb, fp8) + vector.cycles(tg, "add", mb * nb * 2)
+        bufs: list[Buf] = []
+        internal: tuple[Internal, ...] = ()
+        extra = 0
+        codelets = [amp.name]
+        sets = 1
+        if pk > 1:
+            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups)
+            bufs += [Buf("partials", part, Life.COMPUTE), Buf("received partial", recv, Life.COMPUTE)]
+            internal = reduction(ctx, part, recv, pk)
+            cyc += gemm.reduce_cycles(tg, mb, nb, pk)
+            extra = sum(exchange_cycles(tg, int(r.transfer.send.max()), int(r.transfer.recv.max()),
+                                        int((r.transfer.send_pieces + r.transfer.recv_pieces).max()))
+                        for r in internal)
+            codelets.append(gemm.REDUCE.name)
+            sets = 1 + len(internal)
+        if rope_op is not None:
+            # RoPE is applied in place to the q and k columns of the output, in one more compute set
+            cols = sum(c1 - c0 for c0, c1 in rope_wins)
+            bufs.append(Buf("RoPE tables", rope_tables(out, rope_wins), Life.PROGRAM))
+            cyc += vector.cycles(tg, "rope", mb * ceil(nb * cols / n) * 2)
+            codelets.append(vector.ROPE.name)
+            sets += 1
+        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": pk}
+
+        def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, pm=pm,
+                 pn=pn, pk=pk, codelets=tuple(codelets), sets=sets):
+            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups) if pk > 1 else (out, None)
+            desc = [descriptors(ctx, part, amp, patched(ctx, ps if pk == 1 else ps[:1]))]
+            if pk > 1:  # one add per round on the receiving cells; the last round adds the bias too
+                desc += [descriptors(ctx, recv, gemm.REDUCE, patched(ctx, ps[1:]))] * len(internal)
+            if rope_op is not None:
+                desc.append(descriptors(ctx, out, vector.ROPE))
+            lab = f"grid {pm}x{pn}x{pk} weights {f.get('params')}"
+            return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + tuple(desc), cyc, codelets, sets, internal,
+                        extra)
+        impls += variants(uses, base, make)
+    return impls

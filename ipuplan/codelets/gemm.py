@@ -1,0 +1,46 @@
+"""AMP GEMM and the partial-sum reduction: operand classes and block multiples, cycles, code.
+
+The AMP streams its left operand x [m, k] row by row against right-operand coefficients w [k, n] loaded
+16 output columns at a time; k advances in micro-blocks of 16 (F16) or 32 (F8) products (ipu-stack
+device/gemm_f16_amp.S: INNER_MICRO_DIMENSION 16 / 32, COLUMN_MICRO_DIMENSION 16). Operands therefore live
+in interleaved memory, 32-byte aligned, with k padded to the micro-block on both operands and n padded
+to 16 on w; the padding is storage only (the codelet zeroes pad lanes as it loads the last micro-block,
+so pad bytes are never read as data). The output drains into interleaved memory (IPU21.md: a GEMM's
+output is interleaved, in a different memory element from its left operand stream), unpadded.
+With pk > 1 every k-slice writes F32 partials, summed pairwise by a tree of exchanges and reduction
+codelets (one received partial at a time); the last round writes the F16 output with the bias.
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from ..target import Target
+from .base import Codelet, VectorCost
+
+K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
+N_MULTIPLE = 16
+CALL_CYCLES = 60  # estimate: AMP setup per call (coefficient load, accumulator clear)
+
+GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4),
+        True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4)}
+REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias"), params=4)
+REDUCE_COST = VectorCost(1.5, 40)
+
+
+def k_multiple(fp8: bool) -> int:
+    return K_MULTIPLE[fp8]
+
+
+def cycles(target: Target, m: int, k: int, n: int, fp8: bool) -> int:
+    """One tile's AMP GEMM of [m, k] x [k, n] (k and n rounded up to the AMP's blocks)."""
+    macs = target.amp_macs_per_cycle["f8" if fp8 else "f16"]
+    kp = ceil(k / K_MULTIPLE[fp8]) * K_MULTIPLE[fp8]
+    np_ = ceil(n / N_MULTIPLE) * N_MULTIPLE
+    return CALL_CYCLES + ceil(m * kp * np_ / macs)
+
+
+def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
+    """Every round of the tree adds one received F32 partial into the running one (two loads, one store)."""
+    rounds = max(0, int(pk).bit_length() - 1)
+    return rounds * REDUCE_COST.cycles(target, m * n * 4 * 2)
