@@ -14,7 +14,7 @@ def grid_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--models", default="siglip,pe")
     ap.add_argument("--batches", default="1,2,4,8")
     ap.add_argument("--layers", default="1,2,full")
-    ap.add_argument("--time-limit", type=float, default=120.0)
+    ap.add_argument("--time-limit", type=float, default=600.0)
 
 
 def cases(a: argparse.Namespace):

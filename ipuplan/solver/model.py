@@ -62,6 +62,14 @@ class ModelCtx:
         keys = list(terms)
         return cp_model.LinearExpr.WeightedSum([self.lit(k) for k in keys], [terms[k] for k in keys])
 
+    @property
+    def most_tables(self) -> int:
+        """More exchange-table bytes than any selection can put on one tile: a domain bound that is never a
+        capacity (capacities live only in guarded constraints)."""
+        if "most_tables" not in self.xmat:
+            self.xmat["most_tables"] = int(sum(int(self.p.vectors[x.tables].max()) for x in self.p.xcontribs)) + 1
+        return self.xmat["most_tables"]
+
     def table_alloc(self, key, tables) -> cp_model.IntVar | int:
         """Region-0 bytes occupied by exchange tables `tables` (an expression): whole elements covering the
         tables and the fetch guard (defined once per key)."""
@@ -69,7 +77,7 @@ class ModelCtx:
         if not a.tables_in_memory:
             return 0
         if key not in self.alloc:
-            big = int(a.table_budget + a.usable)
+            big = self.most_tables
             cap = int(a.table_alloc(big))
             v = self.m.NewIntVar(0, cap, f"table_alloc[{key}]")
             if a.table_element:  # no tables, no elements; else whole elements covering tables + guard

@@ -87,7 +87,7 @@ def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, 
     they stay free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
     ctx = ModelCtx(p, classes, fixed=objective or elastic or free)
     if elastic:
-        big = int(p.acct.usable + p.acct.table_budget + p.acct.fragment_limit)
+        big = 1 << 40  # a domain, not a capacity: any overflow fits
         ctx.slack = {k: ctx.m.NewIntVar(0, big, f"slack[{k}]") for k in ("memory", "tables", "fragments")}
     if free:
         ctx.free = ctx.m.NewIntVar(0, SLACK_MAX, "free")

@@ -51,7 +51,7 @@ def problems(draw):
             for _ in range(int(rng.integers(1, 3))):
                 a, b = span()
                 contribs.append(Contribution(lit, vec(60), MemClass(rng.choice(["std", "il"])), a, b, op))
-            if rng.random() < 0.4:
+            for _ in range(int(rng.choice([0, 0, 1, 2]))):  # an implementation may bring several exchanges
                 xcontribs.append(XContribution(lit, vec(40), vec(12), 0, op))
         impls[op] = lst
     edges = []

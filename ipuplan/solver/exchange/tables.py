@@ -89,7 +89,7 @@ def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
 def add_exchange(ctx: ModelCtx) -> None:
     m, a = ctx.m, ctx.p.acct
     ctx.xmat = {"tables": _matrix(ctx, "tables"), "frags": _matrix(ctx, "frags")}
-    big = int(a.usable + a.table_budget)
+    big = ctx.most_tables
     for c in ctx.classes:
         x = m.NewIntVar(0, big, f"tables[{c.index}]")
         ctx.tables[c.index] = x

@@ -95,7 +95,9 @@ def add_tile_row(ctx: ModelCtx, tile: int, step: int) -> bool:
                 terms[cb.lit] += v
     alloc = 0
     if a.tables_in_memory:
-        tab = {p.xcontribs[j].lit: int(ctx.xmat["tables"][tile, j]) for j in np.flatnonzero(ctx.xmat["tables"][tile])}
+        tab: dict[tuple, int] = defaultdict(int)  # one literal may bring several exchanges
+        for j in np.flatnonzero(ctx.xmat["tables"][tile]):
+            tab[p.xcontribs[j].lit] += int(ctx.xmat["tables"][tile, j])
         alloc = ctx.table_alloc(("tile", tile), ctx.weighted(tab) if tab else 0)
     g = ctx.guard(f"memory[point={p.steps[step]}, tile {tile}]", "liveness", ("tile", step, tile))
     ctx.m.Add(ctx.weighted(terms) + alloc + ctx.kept_free() <= a.capacity + ctx.over("memory")).OnlyEnforceIf(g)
