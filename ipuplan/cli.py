@@ -200,7 +200,13 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         what = ("fixed reservations, code and program" if a["mode"] == "modeled" else "the seeds' fixed support reserve")
         out.print(f"  usable {a['usable_bytes']:,} B per tile; region 0 holds {a['support_bytes']:,} B of {what}; "
                   f"plan checked by the independent checker", highlight=False)
-        out.print(f"  plan: {out_dir / 'plan.json'}")
+        pl = doc.get("placement")
+        if pl:
+            out.print(f"  placed: every buffer of all {pl['tiles']:,} tiles at an address ({pl['tile_groups']} groups of "
+                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search; "
+                      f"{pl['cuts']} planning cuts; highest end {pl['highest_address']:,} B), checked",
+                      highlight=False)
+        out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
     elif v == "INFEASIBLE" and "core" not in doc:
         m = doc["machine"]
         out.print(f"[bold red]INFEASIBLE[/]  {head}: parameters and live activations need {m['needs_bytes']:,} B, "
@@ -363,6 +369,42 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
         return
     out.print(f"[bold red]CHECK FAILED[/]: {report.violations[0]}", highlight=False)
     raise typer.Exit(1)
+
+
+@app.command()
+def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV format: id,lower,upper,size[,alignment]"),
+          capacity: int = typer.Option(..., "--capacity", help="bytes of memory to place them in"),
+          output: Optional[str] = typer.Option(None, "-o", "--output", help="write the CSV with an offset column"),
+          nodes: int = typer.Option(50_000_000, "--nodes", help="search nodes before giving up (deterministic)")) -> None:
+    """Place every buffer at an offset (exit 0), prove no placement exists (1), or run out of nodes (3)."""
+    import time
+
+    from .backend.placement import place as place_buffers
+    from .backend.placement import violations
+    from .backend.placement.csvio import read_csv, write_csv
+
+    if capacity <= 0 or nodes <= 0:
+        raise InputError("--capacity" if capacity <= 0 else "--nodes", None, "is not positive", "give a number > 0")
+    inst = read_csv(csv_file, capacity)
+    t0 = time.perf_counter()
+    res = place_buffers(inst, node_budget=nodes)
+    secs = time.perf_counter() - t0
+    head = f"{len(inst.buffers)} buffers, capacity {capacity:,} B: "
+    if res.placed:
+        bad = violations(inst, res.offsets)
+        if bad:  # the validator is written apart from the search; a disagreement is a bug, never a placement
+            raise RuntimeError(f"the placement failed validation: {bad[0]}")
+        height = max((o + b.size for o, b in zip(res.offsets, inst.buffers)), default=0)
+        out.print(f"[bold green]PLACED[/] {head}height {height:,} B, {res.method}, {res.nodes:,} nodes, "
+                  f"{secs:.2f} s; validated")
+        if output:
+            write_csv(output, inst, res.offsets)
+        raise typer.Exit(0)
+    if res.proven:
+        out.print(f"[bold red]IMPOSSIBLE[/] {head}{res.reason} ({res.nodes:,} nodes, {secs:.2f} s)")
+        raise typer.Exit(1)
+    out.print(f"[bold yellow]UNKNOWN[/] {head}{res.reason} ({secs:.2f} s)")
+    raise typer.Exit(3)
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ import json
 
 PLAN = "ipuplan-plan/2"
 CERTIFICATE = "ipuplan-certificate/2"
+PLACEMENT = "ipuplan-placement/1"
 
 
 def canonical(doc) -> bytes:

@@ -28,6 +28,6 @@ def peak(a: np.ndarray, steps: list[str]) -> dict:
     return {"bytes": int(a[t, tile]), "tile": int(tile), "step": steps[t]}
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict, indent: int | None = 1) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    path.write_text(json.dumps(data, indent=indent, sort_keys=False) + "\n")

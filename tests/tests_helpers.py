@@ -1,6 +1,8 @@
-"""Helpers shared by tests: hand-built native checkpoints."""
+"""Helpers shared by tests: hand-built native checkpoints, the CLI in-process, reference outputs."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
@@ -70,3 +72,24 @@ def set_leaf(doc, path, value):
     for k in path[:-1]:
         d = d[k]
     d[path[-1]] = value
+
+
+def reference_output(model_path, ckpt, pixels, layers: int = 2):
+    """The fp32 reference's output for MODEL at `layers` depth with checkpoint CKPT on PIXELS [b, c, h, w]."""
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.model.host import pack_patches
+    from ipuplan.model.weights import load_weights
+    from ipuplan.reference import Mode, Policy, run_graph
+    from ipuplan.target import load_target
+    root = Path(__file__).resolve().parent.parent
+    spec = load_model(model_path).with_options(layers=layers)
+    g = build_graph(spec, pixels.shape[0])
+    w = load_weights(ckpt, g, spec)
+    pol = Policy.for_target(load_target(root / "targets" / "c600.yaml"), Mode.FP32)
+    return run_graph(g, {"patches": pack_patches(pixels, spec)}, w, pol)[g.outputs[0]]
+
+
+def save_state(module, path) -> None:
+    """A torch module's state dict as safetensors (what `--weights` reads)."""
+    from safetensors.torch import save_file
+    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(path))

@@ -6,7 +6,8 @@ G = nq * Q). The cell's q block (replicated over the splits) and its split of th
 AMP's 16. With one split the cell writes its F16 output block; with ns splits every cell leaves its
 softmax state and a binary tree of exchanges and merges (flash-decoding) brings the group's state to the
 split s = 0, which writes the output. Few-query attention (MAP probe, latent query) thus spreads a group's
-keys over many tiles instead of gathering them on one.
+keys over many tiles instead of gathering them on one. With more groups than tiles the cells wrap around the
+tiles: a tile holds the operands, scratch and output of each of its groups and runs them one after another.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ def cell_layouts(B: int, sq: int, sk: int, H: int, D: int, nq: int, ns: int) -> 
 
 def splits(groups: int, sq: int, sk: int, tiles: int) -> list[tuple[int, int]]:
     """(query blocks, key splits) candidates: query blocks as before for one split; for each power-of-two
-    split count the most query blocks that fit, balanced."""
+    split count the most query blocks that fit, balanced. More groups than tiles: one cell per group, several
+    groups per tile."""
+    if groups > tiles:
+        return [(1, 1)]
     out = []
     top = min(sq, tiles // groups)
     nqs = sorted({n for n in pow2_upto(top)} | {top} | {ceil(sq / ceil(sq / top))})
@@ -69,7 +73,7 @@ def merge_tree(ctx: Ctx, state: Layout, recv: Layout, ns: int) -> tuple[Internal
                          np.concatenate([rt[(s - step) // 2].ravel() for s in senders]),
                          np.concatenate([ro[(s - step) // 2].ravel() for s in senders]),
                          np.tile(nb, len(senders)), ctx.target.encoding)
-        out.append(Internal(f"merge round {t + 1}", tr))
+        out.append(Internal(f"merge round {t + 1}", tr, "softmax state", "received softmax state"))
         t += 1
     return tuple(out)
 
@@ -81,12 +85,11 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
     kv = sop.graph.value(sop.op.inputs[1])
     sq, sk, H, D = qv.shape[1], kv.shape[1], a.heads, a.head_dim
     groups = B * H
-    if groups > T:
-        return []
     impls = []
     for nq, ns in splits(groups, sq, sk, T):
         out, qn, kvn = cell_layouts(B, sq, sk, H, D, nq, ns)
         qb, kb = ceil(sq / nq), ceil(sk / ns)
+        per_tile = ceil(groups * nq * ns / T)  # cells a tile runs one after another (> 1: more groups than tiles)
         cells = Layout(out.rows, out.cols, 2, pr=out.pr, pc=H, row_groups=B, row_stride=out.rstride,
                        col_stride=ns, group_stride=out.group_stride, replicas=ns, rep_stride=1)
         internal: tuple[Internal, ...] = ()
@@ -116,6 +119,6 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
                  "mode": "streaming" if streaming else "materialized"}
             names = (codelet.name,) + ((att.MERGE.name,) if ns > 1 else ())
             impls.append(Impl(sop.key, f"{f['mode']} {B}x{H} groups x {nq} query blocks x {ns} key splits", f, out,
-                              {0: qn, 1: kvn, 2: kvn}, (), bufs, att.cycles(tg, qb, kb, D), names,
+                              {0: qn, 1: kvn, 2: kvn}, (), bufs, per_tile * att.cycles(tg, qb, kb, D), names,
                               1 + len(internal), internal, merge_cyc))
     return impls

@@ -104,7 +104,7 @@ def statistics_exchange(ctx: Ctx, lay: Layout) -> tuple[Buf, Buf, Internal]:
     tr = block_moves(T, np.concatenate(src), np.concatenate(soff), np.concatenate(dst), np.concatenate(doff),
                      np.full(len(np.concatenate(src)), st_bytes), ctx.target.encoding)
     return Buf("statistics", stats, Life.COMPUTE), Buf("received statistics", recv, Life.COMPUTE), \
-        Internal("statistics", tr)
+        Internal("statistics", tr, "statistics", "received statistics")
 
 
 def concat_segments(ctx: Ctx, sop: SOp) -> list[tuple[tuple[int, int, int], ...]]:

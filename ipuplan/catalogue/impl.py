@@ -56,6 +56,8 @@ class Internal:
 
     what: str
     transfer: Transfer
+    src: str  # role of the buffer it sends from
+    dst: str  # role of the buffer it receives into
 
 
 @dataclass(eq=False)

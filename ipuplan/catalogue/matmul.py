@@ -122,7 +122,7 @@ def reduction(ctx: Ctx, part: Layout, recv: Layout, pk: int) -> tuple[Internal, 
         dst = np.concatenate([rt[(r - step) // 2].ravel() for r in senders])
         doff = np.concatenate([ro[(r - step) // 2].ravel() for r in senders])
         tr = block_moves(T, src, soff, dst, doff, np.tile(nb, len(senders)), ctx.target.encoding)
-        out.append(Internal(f"reduction round {s + 1}", tr))
+        out.append(Internal(f"reduction round {s + 1}", tr, "partials", "received partial"))
     return tuple(out)
 
 

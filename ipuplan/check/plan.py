@@ -20,6 +20,7 @@ from ..formats import PLAN
 from ..model import build_graph, load_model
 from ..plan import region_usage, sha256
 from ..target import load_target
+from .placement import check_placement
 from .space import build_space
 from .validate import Invalid, boolean, get, integer, one_of
 
@@ -112,29 +113,39 @@ def load_inputs(doc: dict, rep: CheckReport, what: str):
         return None
 
 
+def _read(path: Path, what: str):
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise InputError(str(path), None, f"not valid JSON ({e})", f"re-run ipuplan solve to write {what}") from None
+
+
 def check_dir(d: Path) -> CheckReport:
+    """Check DIR/plan.json and, when the plan has one, DIR/placement.json."""
     path = d / "plan.json"
     if not path.exists():
         raise InputError(str(d), None, "no plan.json here", "pass the directory `ipuplan solve -o` wrote for a FIT")
-    try:
-        plan = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise InputError(str(path), None, f"not valid JSON ({e})", "re-run ipuplan solve") from None
-    return check_plan(plan)
+    plan = _read(path, "plan.json")
+    placed = d / "placement.json"
+    if isinstance(plan, dict) and "placement" in plan and not placed.exists():
+        rep = CheckReport()
+        rep.fail(f"{placed}: missing (plan.json says the plan was placed)")
+        return rep
+    return check_plan(plan, _read(placed, "placement.json") if placed.exists() else None)
 
 
-def check_plan(plan) -> CheckReport:
-    """Verify a FIT plan; every failure (a violated limit, a figure that does not recompute, a malformed value)
-    is a violation in the report, never an exception."""
+def check_plan(plan, placement=None) -> CheckReport:
+    """Verify a FIT plan (and its placement, if given); every failure (a violated limit, a figure that does not
+    recompute, a malformed value, an address out of place) is a violation in the report, never an exception."""
     rep = CheckReport()
     try:
-        _check(plan, rep)
+        _check(plan, rep, placement)
     except Invalid as e:
         rep.fail(str(e))
     return rep
 
 
-def _check(plan, rep: CheckReport) -> None:
+def _check(plan, rep: CheckReport, placement=None) -> None:
     W = "plan.json"
     if not isinstance(plan, dict) or plan.get("format") != PLAN or plan.get("verdict") != "FIT":
         rep.fail(f"{W}: not a FIT plan of format {PLAN}")
@@ -175,6 +186,10 @@ def _check(plan, rep: CheckReport) -> None:
     _verify(plan, rep, lim, std, il, tables, frags, steps, target)
     rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {lim.usable:,} B, support "
                      f"{lim.support:,} B, headroom {lim.headroom:,} B (modeled cycles are not re-derived)")
+    if placement is not None:
+        check_placement(placement, sp, chosen, lim, target, rep)
+    else:
+        rep.lines.append("no placement.json: the plan's buffers have no addresses (not placed)")
 
 
 def _relays(plan: dict, W: str) -> set:

@@ -27,6 +27,8 @@ class Derived:
     params: list = field(default_factory=list)  # (param key, layout, mode)
     bufs: list = field(default_factory=list)  # (role, layout, life: compute | operand | program)
     internal: list = field(default_factory=list)  # Counts of exchanges inside the op's compute step
+    internal_ends: tuple = ()  # (role sent from, role received into) of the internal exchanges
+    apart: list = field(default_factory=list)  # (buffer, buffer) never in one memory element: "x", "out" or a role
     out_from_exchange: bool = False
 
 
@@ -121,9 +123,11 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
                            row_groups=g))
         d.bufs += [("partials", part, "compute"), ("received partial", recv, "compute")]
         d.internal = _tree(cx, part, recv, pk)
+        d.internal_ends = ("partials", "received partial")
         grid = part
         d.bufs += [cx.descriptors(recv, gemm.REDUCE, cx.patched(d.params[1:]))] * len(d.internal)
     d.bufs.append(cx.descriptors(grid, gemm.GEMM[fp8], cx.patched(d.params if pk == 1 else d.params[:1])))
+    d.apart = [tuple("partials" if f == "out" and pk > 1 else f for f in pair) for pair in gemm.GEMM[fp8].apart]
     for c in cx.prog.consumers[o.key]:
         if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
             cols = sum((w[1] - w[0]) if w else n for i, kind, key, w in c.reads if i in (0, 1) and key == o.key)
@@ -141,7 +145,7 @@ def _attention(cx: Ctx, o, ch: dict, path: str) -> Derived:
     nq = integer(ch, "query_blocks", path, 1, sq)
     ns = one_of(ch, "key_splits", path, tuple(1 << i for i in range(7)))
     mode = one_of(ch, "mode", path, ("streaming", "materialized"))
-    if B * H * nq * ns > T or (ns > 1 and ns > sk // att.PAD):
+    if (B * H * nq * ns > T and (nq, ns) != (1, 1)) or (ns > 1 and ns > sk // att.PAD):
         raise Invalid(f"{path}: {nq} query blocks x {ns} key splits of {B}x{H} groups do not fit {T} tiles")
     qb, kb = ceil(sq / nq), ceil(sk / ns)
     if mode == "materialized" and kb <= att.STREAM_PANEL:
@@ -166,6 +170,7 @@ def _attention(cx: Ctx, o, ch: dict, path: str) -> Derived:
         recv = per_block(canonical(dict(cells, replicas=ns // 2, rep_stride=2)), att.state_bytes(qb, D))
         d.bufs += [("softmax state", state, "compute"), ("received softmax state", recv, "compute")]
         d.internal = _tree(cx, state, recv, ns)
+        d.internal_ends = ("softmax state", "received softmax state")
         d.bufs += [cx.descriptors(recv, att.MERGE, 0)] * len(d.internal)
     return d
 
@@ -237,5 +242,6 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
             src = np.concatenate([bt[:, j] for j in range(pc)])
             dst = np.concatenate([bt[:, [jj for jj in range(pc) if jj != j]] for j in range(pc)])
             d.internal = [block_moves(cx.T, cx.target, src, dst, np.full(len(src), -(-st_bytes // 8) * 8))]
+            d.internal_ends = ("statistics", "received statistics")
     get(ch, "output", path)
     return d

@@ -123,6 +123,8 @@ class Space:
     ends: dict = field(default_factory=dict)  # edge group -> (producer, consumer, input, src layout of each
     #                                            producer candidate, dst layout of each consumer candidate)
     index: dict = field(default_factory=dict)  # literal -> position in lits
+    xends: list = field(default_factory=list)  # (literal, Counts, `what` sent from, `what` received into)
+    apart: list = field(default_factory=list)  # (literal, `what`, `what`) never in one memory element
 
     def lit(self, key: tuple) -> int:
         if key not in self.index:
@@ -135,7 +137,9 @@ class Space:
         self.mem.append((self.lit(key), mem, first, last, what))
         self.vecs.append(tile_bytes(dict(lay, mem=mem), self.tiles, times))
 
-    def moved(self, key: tuple, counts: list[Counts], target, patched: bool = False) -> None:
+    def moved(self, key: tuple, counts: list[Counts], target, ends, patched: bool = False) -> None:
+        """Exchanges of literal `key`; `ends[i]`: the buffers transfer i sends from and receives into."""
+        self.xends += [(key, c, s, d) for c, (s, d) in zip(counts, ends)]
         tab = sum(c.table_bytes(target, patched) for c in counts)
         frg = sum(c.send_pieces + c.recv_pieces for c in counts)
         if np.any(tab) or np.any(frg):
@@ -196,7 +200,11 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
             for role, lay, life in d.bufs:
                 sp.add(lit, lay, *span[life], f"{o.key} ({role})")
             for counts in d.internal:
-                sp.moved(lit, [counts], target)
+                src, dst = d.internal_ends
+                sp.moved(lit, [counts], target, [(f"{o.key} ({src})", f"{o.key} ({dst})")])
+            for a, b in d.apart:
+                sp.apart.append((lit, a if a in ("x", "out") else f"{o.key} ({a})", b if b in ("x", "out") else
+                                 f"{o.key} ({b})"))
             for key, lay, mode in d.params:
                 count = prog.params[key][1]
                 if mode == "resident":
@@ -205,7 +213,8 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
                     home = home_of(key, lay, T)
                     sp.add(lit, home, 0, nsteps - 1, f"{key} (home x{count})", times=count)
                     sp.add(lit, lay, o.x, o.c, f"{key} (staged)")
-                    sp.moved(lit, [stream_transfer(home, lay, T, target)], target, patched=count > 1)
+                    sp.moved(lit, [stream_transfer(home, lay, T, target)], target,
+                             [(f"{key} (home x{count})", f"{key} (staged)")], patched=count > 1)
             for idx, kind, key, _ in o.reads:
                 need = d.needs.get(idx)
                 if kind == "input" and need is not None:
@@ -266,7 +275,7 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, target) -> None:
                         lit = ("pair", o.key, idx, a, b, "direct")
                         group.append(lit)
                         sp.moved(lit, [grid_transfer(src, None, dst[1], T, target, rows=seg) for seg in dst[2]],
-                                 target)
+                                 target, [(f"{key} (output)", f"{o.key} (output)")] * len(dst[2]))
                         continue
                     if window is None and accepts(dst, src):
                         group.append(("pair", o.key, idx, a, b, "none"))
@@ -276,13 +285,15 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, target) -> None:
                         lit = ("pair", o.key, idx, a, b, mode)
                         group.append(lit)
                         sp.add(lit, alloc, o.x, o.c, f"{name} (exchanged copy)")
+                        out, copy, via = f"{key} (output)", f"{name} (exchanged copy)", f"{name} (relay buffer)"
                         if mode == "direct":
-                            sp.moved(lit, [grid_transfer(src, window, alloc, T, target)], target)
+                            sp.moved(lit, [grid_transfer(src, window, alloc, T, target)], target, [(out, copy)])
                         else:
                             relay = relay_of(alloc, T)
-                            sp.add(lit, relay, o.x, o.x, f"{name} (relay buffer)")
+                            sp.add(lit, relay, o.x, o.x, via)
                             sp.moved(lit, [grid_transfer(src, window, relay, T, target),
-                                           grid_transfer(relay, None, alloc, T, target)], target)
+                                           grid_transfer(relay, None, alloc, T, target)], target,
+                                     [(out, via), (via, copy)])
             for gl in group:
                 sp.lit(gl)
             sp.groups[name] = group

@@ -11,12 +11,14 @@ from ..target import Target
 @dataclass(frozen=True)
 class Codelet:
     """A per-tile kernel. `fields` are the vertex's pointer fields, `params` its shape/scalar words; both are
-    descriptor words the supervisor reads. `code_bytes` is an estimate of the linked machine code."""
+    descriptor words the supervisor reads. `code_bytes` is an estimate of the linked machine code. `apart`:
+    pairs of fields the hardware requires in different memory elements (placement honours them)."""
 
     name: str
     code_bytes: int
     fields: tuple[str, ...]
     params: int = 0
+    apart: tuple[tuple[str, str], ...] = ()
 
     def descriptor_bytes(self, target: Target) -> int:
         return 4 * (target.vertex_words + len(self.fields) + self.params)

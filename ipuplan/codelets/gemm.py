@@ -22,8 +22,9 @@ K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
 N_MULTIPLE = 16
 CALL_CYCLES = 60  # estimate: AMP setup per call (coefficient load, accumulator clear)
 
-GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4),
-        True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4)}
+# IPU21: the AMP's output may not share a memory element with its left operand stream (ipu-stack placement)
+GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),)),
+        True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),))}
 REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias"), params=4)
 REDUCE_COST = VectorCost(1.5, 40)
 

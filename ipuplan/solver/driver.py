@@ -1,9 +1,11 @@
-"""The `solve` job: load model and target, solve, check, write DIR/plan.json (FIT) or DIR/verdict.json
-(+ certificate.json for INFEASIBLE). A FIT is written only after the independent checker passes the plan
-exactly as written; otherwise the verdict is UNKNOWN with the checker's reason."""
+"""The `solve` job: load model and target, solve, place, check, write DIR/plan.json + DIR/placement.json (FIT)
+or DIR/verdict.json (+ certificate.json for INFEASIBLE). A FIT is written only when every buffer of every tile
+has an address and the independent checker passes the plan exactly as written; a placement proven impossible
+on some tile becomes a cut and the planner solves again; otherwise the verdict is UNKNOWN with the reason."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +16,8 @@ from ..model import build_graph, load_model
 from ..plan import sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
+
+MAX_CUTS = 8
 
 TABLES_NOTE = {
     "modeled": "per tile, from the plan's transfers (IPU21 instruction words, Repeat patch words, local copy lists); "
@@ -67,12 +71,12 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv)
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
-    result = solve(graph, target, job.options, report)
+    result, placed = _solve_placed(graph, target, job.options, report)
     doc = header(job, spec, target, result)
     doc["strategy"] = job.options.strategy
     st = result.stats
     out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("plan.json", "verdict.json", "certificate.json"):
+    for stale in ("plan.json", "placement.json", "verdict.json", "certificate.json"):
         (out_dir / stale).unlink(missing_ok=True)
     size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
     doc["model_size"] = size
@@ -81,7 +85,7 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     if "beam" in st:
         doc["solver"] = {"status": "BEAM", **st["beam"]}
     if result.verdict is Verdict.FIT:
-        _fit(result, doc, out_dir)
+        _fit(result, doc, out_dir, placed)
     if result.verdict is Verdict.INFEASIBLE and result.problem is None:
         _machine(result, doc, out_dir)
     elif result.verdict is Verdict.INFEASIBLE:
@@ -95,19 +99,50 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     if result.verdict is not Verdict.FIT:
         write_json(out_dir / "verdict.json", doc)
     timing = {k: st[k] for k in ("verdict_seconds", "core_seconds", "build_seconds") if k in st}
+    if "placement" in st:
+        timing["placement_seconds"] = st["placement"]["seconds"]
     write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"), **timing, **size})
     return result, doc
 
 
-def _fit(result: SolveResult, doc: dict, out_dir: Path) -> None:
+def _solve_placed(graph, target, opts: SolveOptions, report):
+    """Solve; place a cpsat FIT on every tile; a proven placement failure is cut from the model and the
+    planner solves again (at most MAX_CUTS times)."""
+    from ..backend.placement.tiles import place_plan
+    cuts: list = []
+    while True:
+        result = solve(graph, target, dataclasses.replace(opts, cuts=tuple(cuts)), report)
+        if result.verdict is not Verdict.FIT or opts.strategy != "cpsat":
+            return result, None
+        pp = place_plan(result.problem, result.chosen, report=report)
+        result.stats["placement"] = dict(pp.summary(), cuts=len(cuts), seconds=round(pp.seconds, 3))
+        if pp.placed:
+            return result, pp
+        if pp.failed is None or len(cuts) >= MAX_CUTS:
+            result.verdict = Verdict.UNKNOWN
+            result.reason = (f"placement: {pp.reason}" if pp.failed is None else
+                             f"placement still fails after {len(cuts)} cuts: {pp.reason}")
+            return result, None
+        if report:
+            report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
+        cuts.append((int(pp.groups[pp.failed].tiles[0]), tuple(pp.cut)))
+
+
+def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
     """Check the plan as it will be written; FIT only if the independent checker passes it."""
+    from ..backend.placement.tiles import placement_doc
     from ..check import check_plan
     bodies = result.finalists or [result.plan]  # beam: the first finalist the checker accepts
+    placement = placement_doc(result.problem, placed) if placed is not None else None
     for body in bodies:
         trial = dict(doc, **body)
-        rep = check_plan(trial)
+        rep = check_plan(trial, placement)
         if rep.ok:
             doc.update(body)
+            if placement is not None:
+                doc["placement"] = {"file": "placement.json", **placed.summary(),
+                                    "cuts": result.stats["placement"]["cuts"]}
+                write_json(out_dir / "placement.json", placement, indent=None)  # tens of thousands of buffers
             write_json(out_dir / "plan.json", doc)
             return
     if result.finalists:

@@ -99,6 +99,7 @@ class XContribution:
     what: str
     transfers: tuple[Transfer, ...] = ()  # in phase order (a relay: gather, then multicast)
     patched: bool = False
+    ends: tuple[tuple[str, str], ...] = ()  # per transfer: (`what` of the buffer sent from, of the one received into)
 
 
 @dataclass
@@ -204,13 +205,14 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         copy = cl.vector.cycles(target, "copy", int(local.max())) if local.any() else 0
         return cl.exchange_cycles(target, int(send.max()), int(recv.max()), int(pieces.max())) + copy
 
-    def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], patched: bool = False) -> None:
+    def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False) -> None:
         """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""
         tab = sum(t.table_words(enc, patched) for t in trs) * ib
         frg = sum(t.send_pieces + t.recv_pieces for t in trs)
         if not tab.any() and not frg.any():
             return
-        xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what, tuple(trs), patched))
+        xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what, tuple(trs), patched,
+                                       tuple(ends)))
 
     def add(lit, lay: Layout, first: int, last: int, what: str, times: int = 1) -> None:
         lay = lay.allocated()
@@ -242,9 +244,11 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                     add(lit, pu.layout, sop.xstep, sop.cstep, f"{pu.key} (staged)")
                     tr = stream_transfer(home, pu.layout, T, enc)
                     cyc += xcycles(tr)
-                    exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr], patched=info.count > 1)
+                    exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr],
+                             [(f"{pu.key} (home x{info.count})", f"{pu.key} (staged)")], patched=info.count > 1)
             for inner in im.internal:
-                exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer])
+                exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer],
+                         [(f"{sop.key} ({inner.src})", f"{sop.key} ({inner.dst})")])
             cycles[lit] = cyc * sop.trips
 
     edges = _edges(sched, impls, T, add, cycles, xfer, xcycles, exchange, relays)
@@ -271,7 +275,7 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange,
                     e.dst_layouts.append(need)
                 e.dst_of_impl[j] = e.dst_layouts.index(need)
             ei = len(edges)
-            what = f"{ref.key} -> {sop.key}"
+            what = f"{ref.key} -> {sop.key}[{idx}]"  # the checker names buffers alike
             for a, src in enumerate(e.src_layouts):
                 for b, dst in enumerate(e.dst_layouts):
                     if isinstance(dst, RowsInto):  # written straight into the consumer's output rows
@@ -279,7 +283,8 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange,
                         trs = [xfer(src, dst.layout, seg) for seg in dst.segments]
                         p.cycles = xcycles(*trs) * sop.trips
                         cycles[p.lit] = p.cycles
-                        exchange(p.lit, sop.xstep, f"{what} (into rows)", trs)
+                        exchange(p.lit, sop.xstep, f"{what} (into rows)", trs,
+                                 [(f"{e.producer} (output)", f"{sop.key} (output)")] * len(trs))
                         e.pairs.append(p)
                         continue
                     if ref.window is None and dst.accepts(src):
@@ -299,7 +304,10 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange,
                             add(p.lit, relay, sop.xstep, sop.xstep, f"{what} (relay buffer)")
                         p.cycles = xcycles(*trs) * sop.trips
                         cycles[p.lit] = p.cycles
-                        exchange(p.lit, sop.xstep, f"{what} ({mode})", trs)
+                        copy = f"{what} (exchanged copy)"
+                        ends = ([(f"{e.producer} (output)", copy)] if mode == "direct" else
+                                [(f"{e.producer} (output)", f"{what} (relay buffer)"), (f"{what} (relay buffer)", copy)])
+                        exchange(p.lit, sop.xstep, f"{what} ({mode})", trs, ends)
                         e.pairs.append(p)
             edges.append(e)
     return edges

@@ -29,7 +29,7 @@ from .choice import add_choice
 from .classes import tile_classes, tile_ranges
 from .exchange.tables import add_exchange, missing_rows
 from .explain import elastic_explanation, minimize_core
-from .memory import add_liveness, add_regions
+from .memory import add_liveness, add_placement_cuts, add_regions
 from .memory.liveness import missing_tile_rows
 from .model import SLACK_MAX, Guard, ModelCtx
 from .objective import add_objective, objective_expr, objective_value
@@ -65,6 +65,7 @@ class SolveOptions:
     slack: bool = True  # second objective: the largest smallest free bytes within the gap
     explain: bool = True  # on INFEASIBLE: minimize the core and find the least-overflowing plan
     strategy: str = "cpsat"  # or "beam": the seeds' heuristic search over the same catalogue
+    cuts: tuple = ()  # placement cuts: (tile, literals never chosen together)
     beam_width: int = 64
 
 
@@ -80,9 +81,11 @@ class SolveResult:
     model_rows: set = field(default_factory=set)  # lazily added rows of the model found infeasible
     reason: str = ""  # why UNKNOWN
     machine: dict | None = None
+    chosen: set = field(default_factory=set)  # the FIT plan's literals
 
 
-def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False) -> ModelCtx:
+def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False,
+                cuts=()) -> ModelCtx:
     """Every family on a fresh model; with an objective (or the slack objective), guards are asserted, else
     they stay free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
     ctx = ModelCtx(p, classes, fixed=objective or elastic or free)
@@ -95,6 +98,7 @@ def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, 
     add_exchange(ctx)
     add_regions(ctx)
     add_liveness(ctx)
+    add_placement_cuts(ctx, cuts)
     if objective:
         add_objective(ctx)
     if elastic:
@@ -165,7 +169,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     t0 = time.perf_counter()
     data = sorted({cb.vec for cb in p.contribs})  # exchange vectors get their own rows (exchange family)
     classes = tile_classes([p.vectors[i] for i in data], p.target.tiles)
-    ctx = build_model(p, classes, objective=True, free=opts.slack)
+    ctx = build_model(p, classes, objective=True, free=opts.slack, cuts=opts.cuts)
     stats = {"literals": len(ctx.x), "constraints": ctx.constraints,
              "tile_classes": len(classes), "implementations": sum(len(v) for v in p.impls.values()),
              "steps": len(p.steps), "build_seconds": round(time.perf_counter() - t0, 3)}
@@ -184,7 +188,12 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
         if opts.slack:
             chosen = _slack_phase(p, classes, ctx, chosen, opts, report, budget, stats)
         stats["deterministic_time"] = round(budget.spent, 3)
-        return SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes), stats=stats)
+        return SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes), stats=stats, chosen=chosen)
+    if status == cp_model.INFEASIBLE and opts.cuts:
+        stats["deterministic_time"] = round(budget.spent, 3)
+        return SolveResult(Verdict.UNKNOWN, p, stats=stats, reason=(
+            f"every plan left after {len(opts.cuts)} placement cuts is infeasible; a certificate does not yet carry "
+            "placement proofs, so this is not reported as INFEASIBLE"))
     if status == cp_model.INFEASIBLE:
         stats["verdict_seconds"] = round(time.perf_counter() - t0, 3)
         return _infeasible(p, classes, opts, ctx.rows, stats, report, budget)

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from ..check import check_plan
+from ..check import check_dir
 from ..errors import Unfinished
 from ..check.certificate import check_certificate
 from ..source import load_yaml
@@ -34,12 +34,12 @@ def job_from_doc(doc: dict) -> Job:
 
 
 def _verify(d: Path, doc: dict) -> str:
-    """Re-verify a probe's artefact with the independent checkers: 'plan checked', 'certificate checked
+    """Re-verify a probe's artefact with the independent checkers: 'plan and placement checked', 'certificate checked
     (<kind>)', or why there is none."""
     if doc["verdict"] == "FIT":
-        if not check_plan(doc).ok:
-            raise RuntimeError(f"what-if probe {d} produced a plan the checker rejects")
-        return "plan checked"
+        if not check_dir(d).ok:
+            raise RuntimeError(f"what-if probe {d} produced a plan or placement the checker rejects")
+        return "plan and placement checked"
     if not (d / "certificate.json").exists():
         return "no certificate (CP-SAT's verdict only)"
     cert = json.loads((d / "certificate.json").read_text())
@@ -119,7 +119,7 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     tpath.write_text(grown_target(job.target, deficit))
     j = dataclasses.replace(job, target=str(tpath))
     res, fdoc = run_solve(j, tdir / "fit")
-    ok = fdoc["verdict"] == "FIT" and check_plan(fdoc).ok
+    ok = fdoc["verdict"] == "FIT" and check_dir(tdir / "fit").ok
     if report:
         report(f"usable +{deficit:,} B: {fdoc['verdict']}")
     exact = ex["slack_lower_bound"] == deficit

@@ -5,12 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import MODELS, TARGET
-from ipuplan.model import build_graph, load_model
-from ipuplan.model.host import pack_patches, rope_tables
-from ipuplan.model.weights import load_weights
-from ipuplan.reference import Mode, Policy, run_graph
-from ipuplan.target import load_target
+from conftest import MODELS
+from ipuplan.model import load_model
+from ipuplan.model.host import rope_tables
+from tests_helpers import reference_output, save_state
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.oracle
@@ -21,19 +19,6 @@ def _compare(ours: np.ndarray, theirs: np.ndarray) -> tuple[float, float]:
     return float(a @ b / np.linalg.norm(a) / np.linalg.norm(b)), float(np.abs(a - b).max())
 
 
-def _ours(model: str, ckpt, pixels: np.ndarray) -> np.ndarray:
-    spec = load_model(MODELS / model).with_options(layers=2)
-    g = build_graph(spec, pixels.shape[0])
-    w = load_weights(ckpt, g, spec)
-    pol = Policy.for_target(load_target(TARGET), Mode.FP32)
-    return run_graph(g, {"patches": pack_patches(pixels, spec)}, w, pol)[g.outputs[0]]
-
-
-def _save(module, path) -> None:
-    from safetensors.torch import save_file
-    save_file({k: v.contiguous() for k, v in module.state_dict().items()}, str(path))
-
-
 def test_siglip_matches_transformers(tmp_path):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
@@ -41,11 +26,11 @@ def test_siglip_matches_transformers(tmp_path):
         image_size=378, patch_size=14, hidden_size=1152, intermediate_size=4304, num_hidden_layers=2,
         num_attention_heads=16, hidden_act="gelu_pytorch_tanh", layer_norm_eps=1e-6, vision_use_head=True)
     model = transformers.SiglipVisionModel(cfg).eval()
-    _save(model, tmp_path / "siglip.safetensors")
+    save_state(model, tmp_path / "siglip.safetensors")
     x = torch.randn(2, 3, 378, 378)
     with torch.no_grad():
         theirs = model(pixel_values=x).pooler_output.numpy()
-    ours = _ours("siglip.yaml", tmp_path / "siglip.safetensors", x.numpy())
+    ours = reference_output(MODELS / "siglip.yaml", tmp_path / "siglip.safetensors", x.numpy())
     assert ours.shape == theirs.shape == (2, 1152)
     cos, err = _compare(ours, theirs)
     print(f"SigLIP 2 layers vs transformers: cosine {cos:.12f}, max abs error {err:.3e}")
@@ -56,11 +41,11 @@ def test_pe_matches_timm(tmp_path):
     timm = pytest.importorskip("timm")
     torch.manual_seed(0)
     model = timm.create_model("vit_pe_core_large_patch14_336", pretrained=False, depth=2).eval()
-    _save(model, tmp_path / "pe.safetensors")
+    save_state(model, tmp_path / "pe.safetensors")
     x = torch.randn(2, 3, 336, 336)
     with torch.no_grad():
         theirs = model(x).numpy()
-    ours = _ours("pe.yaml", tmp_path / "pe.safetensors", x.numpy())
+    ours = reference_output(MODELS / "pe.yaml", tmp_path / "pe.safetensors", x.numpy())
     assert ours.shape == theirs.shape == (2, 1024)
     cos, err = _compare(ours, theirs)
     print(f"PE 2 layers vs timm: cosine {cos:.12f}, max abs error {err:.3e}")

@@ -80,4 +80,4 @@ def test_what_if_batch_boundary_pair(cli, tmp_path):
     assert lo and hi == lo + 1
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{lo}" / "plan.json").read_text())["verdict"] == "FIT"
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{hi}" / "verdict.json").read_text())["verdict"] == "INFEASIBLE"
-    assert w["fit_evidence"] == "plan checked" and w["infeasible_evidence"].startswith("certificate checked")
+    assert w["fit_evidence"] == "plan and placement checked" and w["infeasible_evidence"].startswith("certificate checked")

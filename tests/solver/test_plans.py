@@ -175,10 +175,11 @@ def test_full_siglip_batch2_fits_and_checks(cli, tmp_path):
     code, doc = _solve(cli, tmp_path / "sig", MODELS / "siglip.yaml", "--batch", "2")
     assert code == 0, doc.get("verdict")
     assert doc["layers"] == 27 and doc["peaks"]["total"]["bytes"] <= 637_872 and doc["slack"]["bytes"] > 0
+    assert doc["placement"]["tiles"] == 1472 and (tmp_path / "sig" / "placement.json").exists()
     rep = check_plan(doc)
     assert rep.ok, rep.violations
     r = cli("check", tmp_path / "sig")
-    assert r.code == 0 and "CHECK PASSED" in r.out
+    assert r.code == 0 and "CHECK PASSED" in r.out and "every buffer of all 1472 tiles at an address" in r.out
 
 
 def test_checker_does_not_import_the_solver():
@@ -226,3 +227,13 @@ def test_beam_rejects_a_model_that_fits(cli, tmp_path):
     """SigLIP at batch 2: the beam keeps no complete plan (REJECTED, exit 4) though CP-SAT finds one."""
     code, doc = _solve(cli, tmp_path / "sig", MODELS / "siglip.yaml", "--batch", "2", "--strategy", "beam")
     assert code == 4 and doc["verdict"] == "REJECTED" and "not a proof" in doc["rejection"]["note"]
+
+
+def test_more_attention_groups_than_tiles_share_tiles(cli, tmp_path):
+    """vit-small at batch 48 has 96 (batch x head) groups on 64 tiles: attention wraps, two groups per tile."""
+    code, doc = _solve(cli, tmp_path / "g", MODELS / "vit-small.yaml", "--batch", "48", "--target", SMALL,
+                       "--no-explain")
+    assert code == 0, doc.get("verdict")
+    att = doc["choices"]["encoder/attn"]
+    assert (att["query_blocks"], att["key_splits"]) == (1, 1)
+    assert cli("check", tmp_path / "g").code == 0

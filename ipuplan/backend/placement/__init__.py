@@ -1,0 +1,8 @@
+"""Exact address placement: buffers with sizes, windows, alignment, lifetimes and element conflicts placed
+(first fit, then an exact canonical search), or proven unplaceable."""
+
+from .problem import Buffer, Elements, Instance, Placement
+from .search import place
+from .validate import violations
+
+__all__ = ["Buffer", "Elements", "Instance", "Placement", "place", "violations"]

@@ -1,0 +1,102 @@
+"""Place a plan on every tile: one engine run per group of tiles with identical requests; the outcome, the
+first proven failure (its tile and the literals that put bytes there, a cut for the planner), and
+placement.json."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ...formats import PLACEMENT
+from .requests import TileGroup, tile_groups, tile_literals
+from .search import place
+from .validate import violations
+
+NODE_BUDGET = 2_000_000  # per tile group; deterministic
+
+
+@dataclass
+class PlanPlacement:
+    groups: list[TileGroup]
+    offsets: list[list[int] | None]
+    methods: list[str]
+    nodes: int = 0
+    seconds: float = 0.0
+    failed: int | None = None  # index of a group proven unplaceable
+    unknown: int | None = None  # index of a group the node budget ran out on
+    reason: str = ""
+    cut: list[tuple] = field(default_factory=list)  # literals that together cannot be placed on that tile
+
+    @property
+    def placed(self) -> bool:
+        return self.failed is None and self.unknown is None
+
+    def summary(self) -> dict:
+        heights = [max(o + b.size for o, b in zip(offs, g.inst.buffers) if b.size) for g, offs in
+                   zip(self.groups, self.offsets) if offs]
+        return {"tile_groups": len(self.groups), "tiles": int(sum(len(g.tiles) for g in self.groups)),
+                "buffers": int(sum(len(g.inst.buffers) * len(g.tiles) for g in self.groups)),
+                "by_first_fit": sum(m.startswith("first fit") for m in self.methods),
+                "by_search": sum(m == "canonical search" for m in self.methods),
+                "search_nodes": self.nodes, "highest_address": max(heights) if heights else 0}
+
+
+def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> PlanPlacement:
+    t0 = time.perf_counter()
+    groups = tile_groups(p, chosen)
+    pp = PlanPlacement(groups, [], [])
+    for k, g in enumerate(groups):
+        r = place(g.inst, node_budget=node_budget)
+        pp.nodes += r.nodes
+        pp.methods.append(r.method)
+        if r.placed:
+            bad = violations(g.inst, r.offsets)
+            if bad:  # the validator is written apart from the engine: a disagreement is a bug, never a plan
+                raise RuntimeError(f"placement of tiles {g.tiles[:4]}… failed validation: {bad[0]}")
+            pp.offsets.append(r.offsets)
+            continue
+        pp.offsets.append(None)
+        tile = int(g.tiles[0])
+        if r.proven:
+            pp.failed, pp.reason = k, f"tile {tile} (and {len(g.tiles) - 1} like it): {r.reason}"
+            pp.cut = tile_literals(p, chosen, tile)
+        else:
+            pp.unknown, pp.reason = k, f"tile {tile} (and {len(g.tiles) - 1} like it): {r.reason}"
+        break
+    pp.seconds = time.perf_counter() - t0
+    if report:
+        s = pp.summary()
+        report(f"placement: {s['tile_groups']} tile groups, {s['by_first_fit']} by first fit, {s['by_search']} by "
+               f"search ({s['search_nodes']:,} nodes), {pp.seconds:.1f} s" + ("" if pp.placed else f": {pp.reason}"))
+    return pp
+
+
+def _ranges(tiles: np.ndarray) -> list[list[int]]:
+    """Sorted tiles as [first, last] runs."""
+    out: list[list[int]] = []
+    for t in map(int, tiles):
+        if out and out[-1][1] == t - 1:
+            out[-1][1] = t
+        else:
+            out.append([t, t])
+    return out
+
+
+def placement_doc(p, pp: PlanPlacement) -> dict:
+    """placement.json: per tile group, its tiles and every buffer's name, offset, size and live steps."""
+    mm = p.target.memory_map
+    return {
+        "format": PLACEMENT,
+        "base": mm.base if p.acct.mode == "modeled" else 0,
+        "capacity": groups_capacity(pp),
+        "summary": pp.summary(),
+        "groups": [{"tiles": _ranges(g.tiles), "method": m,
+                    "buffers": [[b.name, int(o), b.size, b.first, b.last] for b, o in zip(g.inst.buffers, offs)]}
+                   for g, offs, m in zip(pp.groups, pp.offsets, pp.methods)],
+    }
+
+
+def groups_capacity(pp: PlanPlacement) -> int:
+    return pp.groups[0].inst.capacity if pp.groups else 0
