@@ -28,7 +28,7 @@ def main() -> None:
     a = ap.parse_args()
     print(f"{datetime.date.today()} · {platform.machine()} · {os.cpu_count()} cores · python bench/placement.py "
           f"--cases {a.cases} --headrooms {a.headrooms}\n")
-    print("| model | batch | headroom B | verdict (exit) | solve s | placement s | groups | first fit | search "
+    print("| model | batch | headroom B | verdict (exit) | solve s | placement s | groups | first fit | search/CP-SAT "
           "(nodes) | cuts | highest end B | check (s) |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---|---:|---:|---|")
     for case in a.cases.split(","):
@@ -48,7 +48,7 @@ def main() -> None:
                 c = subprocess.run(["ipuplan", "check", str(d)], capture_output=True, text=True)
                 check = f"{'PASSED' if c.returncode == 0 else 'FAILED'} ({time.perf_counter() - t:.1f})"
             print(f"| {m} | {b} | {h:,} | {doc['verdict']} ({rc}) | {wall:.1f} | {stats.get('placement_seconds', '-')} | "
-                  f"{pl.get('tile_groups', '-')} | {pl.get('by_first_fit', '-')} | {pl.get('by_search', '-')} "
+                  f"{pl.get('tile_groups', '-')} | {pl.get('by_first_fit', '-')} | {pl.get('by_search', '-')}/{pl.get('by_cpsat', '-')} "
                   f"({pl.get('search_nodes', 0):,}) | {pl.get('cuts', '-')} | {pl.get('highest_address', 0):,} | "
                   f"{check} |", flush=True)
 

@@ -203,7 +203,8 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         pl = doc.get("placement")
         if pl:
             out.print(f"  placed: every buffer of all {pl['tiles']:,} tiles at an address ({pl['tile_groups']} groups of "
-                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search; "
+                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search, "
+                      f"{pl.get('by_cpsat', 0)} by CP-SAT; "
                       f"{pl['cuts']} planning cuts; highest end {pl['highest_address']:,} B), checked",
                       highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
@@ -375,19 +376,22 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
 def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV format: id,lower,upper,size[,alignment]"),
           capacity: int = typer.Option(..., "--capacity", help="bytes of memory to place them in"),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="write the CSV with an offset column"),
-          nodes: int = typer.Option(50_000_000, "--nodes", help="search nodes before giving up (deterministic)")) -> None:
-    """Place every buffer at an offset (exit 0), prove no placement exists (1), or run out of nodes (3)."""
+          nodes: int = typer.Option(50_000_000, "--nodes", help="canonical search nodes (deterministic)"),
+          cpsat_seconds: float = typer.Option(20.0, "--cpsat-seconds",
+                                              help="then CP-SAT, deterministic seconds (0: none)")) -> None:
+    """Place every buffer at an offset (exit 0), prove no placement exists (1), or run out of effort (3)."""
     import time
 
     from .backend.placement import place as place_buffers
     from .backend.placement import violations
     from .backend.placement.csvio import read_csv, write_csv
 
-    if capacity <= 0 or nodes <= 0:
-        raise InputError("--capacity" if capacity <= 0 else "--nodes", None, "is not positive", "give a number > 0")
+    if capacity <= 0 or nodes <= 0 or cpsat_seconds < 0:
+        raise InputError("--capacity" if capacity <= 0 else "--nodes" if nodes <= 0 else "--cpsat-seconds", None,
+                         "is out of range", "give a positive number (--cpsat-seconds may be 0)")
     inst = read_csv(csv_file, capacity)
     t0 = time.perf_counter()
-    res = place_buffers(inst, node_budget=nodes)
+    res = place_buffers(inst, node_budget=nodes, cpsat_seconds=cpsat_seconds)
     secs = time.perf_counter() - t0
     head = f"{len(inst.buffers)} buffers, capacity {capacity:,} B: "
     if res.placed:

@@ -51,7 +51,7 @@ def test_node_budget_gives_unknown_not_a_proof():
     rng = __import__("random").Random(5)
     bufs = tuple(Buffer(str(i), rng.randint(1, 9), t, t + rng.randint(0, 6), 1) for i, t in
                  enumerate(rng.randint(0, 10) for _ in range(40)))
-    res = place(Instance(60, bufs), node_budget=3, heuristic=False)
+    res = place(Instance(60, bufs), node_budget=3, heuristic=False, cpsat_seconds=0)
     assert not res.placed and (res.proven or "budget" in res.reason)
 
 
@@ -94,6 +94,17 @@ def test_exact_search_agrees_with_brute_force(inst, heuristic):
         assert violations(inst, res.offsets) == []
 
 
+@settings(max_examples=150, deadline=None)
+@given(instances())
+def test_cpsat_engine_agrees_with_brute_force(inst):
+    from ipuplan.backend.placement.cpsat import place_cpsat
+    res = place_cpsat(inst)
+    assert res.proven
+    assert res.placed == _brute(inst)
+    if res.placed:
+        assert violations(inst, res.offsets) == []
+
+
 def test_csv_round_trip_and_bad_lines(tmp_path):
     p = tmp_path / "x.csv"
     p.write_text("id,lower,upper,size,alignment\na,0,2,4,4\nb,1,3,4,1\n")
@@ -120,7 +131,9 @@ def test_place_command_exit_codes(cli, tmp_path):
     assert len(placed.buffers) == 6
     offs = [int(line.split(",")[4]) for line in (tmp_path / "o.csv").read_text().splitlines()[1:]]
     assert violations(read_csv(p, 11), offs) == []
-    assert cli("place", p, "--capacity", "11", "--nodes", "1").code == 3
+    assert cli("place", p, "--capacity", "11", "--nodes", "1", "--cpsat-seconds", "0").code == 3
+    r = cli("place", p, "--capacity", "11", "--nodes", "1")  # CP-SAT decides what the node budget left open
+    assert r.code == 0 and "CP-SAT" in r.out
     r = cli("place", p, "--capacity", "9")
     assert r.code == 1 and "IMPOSSIBLE" in r.out
     p.write_text("id,lower,upper,size\n0,0,1,4\n1,0,1,four\n")

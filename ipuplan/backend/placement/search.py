@@ -10,7 +10,8 @@ the capacity; a candidate above the top of a non-conflicting unplaced buffer lea
 first (dominated); a buffer with nothing unplaced overlapping it ("hatless") has no alternative worth trying.
 Time-disjoint groups of buffers (partitions) are solved independently. Several static orders are tried in
 turn with doubling node limits; a search that exhausts its tree without a node limit is a proof that no
-placement exists. Node counts, not seconds, bound the search: the same instance gives the same answer.
+placement exists. Node counts, not seconds, bound the search: the same instance gives the same answer. An
+instance the node budget leaves undecided goes to CP-SAT (cpsat.py) on a deterministic time limit.
 """
 
 from __future__ import annotations
@@ -83,9 +84,22 @@ def _greedy_orders(inst: Instance) -> list[np.ndarray]:
     return [np.array(sorted(range(len(bs)), key=keys[k]), np.int64) for k in GREEDY]
 
 
-def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristic: bool = True) -> Placement:
-    """Place every buffer (first fit, then the exact search), or prove that no placement exists, within
-    `node_budget` search nodes."""
+def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristic: bool = True,
+          cpsat_seconds: float = 20.0) -> Placement:
+    """Place every buffer (first fit, then the canonical search within `node_budget` nodes, then CP-SAT within
+    `cpsat_seconds` deterministic seconds), or prove that no placement exists."""
+    r = _canonical(inst, node_budget, orders, heuristic)
+    if r.placed or r.proven or cpsat_seconds <= 0:
+        return r
+    from .cpsat import place_cpsat
+    c = place_cpsat(inst, cpsat_seconds)
+    c.nodes = r.nodes
+    if not c.placed and not c.proven:
+        c.reason = f"{r.reason}; {c.reason}"
+    return c
+
+
+def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Placement:
     from .kernel import EXHAUSTED, FOUND, greedy, rerank, search
     bs = inst.buffers
     n = len(bs)

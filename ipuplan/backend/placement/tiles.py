@@ -14,7 +14,8 @@ from .requests import TileGroup, tile_groups, tile_literals
 from .search import place
 from .validate import violations
 
-NODE_BUDGET = 2_000_000  # per tile group; deterministic
+NODE_BUDGET = 200_000  # per tile group, for the canonical search; then CP-SAT (both deterministic)
+CPSAT_SECONDS = 20.0
 
 
 @dataclass
@@ -40,6 +41,7 @@ class PlanPlacement:
                 "buffers": int(sum(len(g.inst.buffers) * len(g.tiles) for g in self.groups)),
                 "by_first_fit": sum(m.startswith("first fit") for m in self.methods),
                 "by_search": sum(m == "canonical search" for m in self.methods),
+                "by_cpsat": sum(m == "CP-SAT" for m in self.methods),
                 "search_nodes": self.nodes, "highest_address": max(heights) if heights else 0}
 
 
@@ -48,7 +50,7 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
     for k, g in enumerate(groups):
-        r = place(g.inst, node_budget=node_budget)
+        r = place(g.inst, node_budget=node_budget, cpsat_seconds=CPSAT_SECONDS)
         pp.nodes += r.nodes
         pp.methods.append(r.method)
         if r.placed:
@@ -69,7 +71,8 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
     if report:
         s = pp.summary()
         report(f"placement: {s['tile_groups']} tile groups, {s['by_first_fit']} by first fit, {s['by_search']} by "
-               f"search ({s['search_nodes']:,} nodes), {pp.seconds:.1f} s" + ("" if pp.placed else f": {pp.reason}"))
+               f"search ({s['search_nodes']:,} nodes), {s['by_cpsat']} by CP-SAT, {pp.seconds:.1f} s"
+               + ("" if pp.placed else f": {pp.reason}"))
     return pp
 
 
