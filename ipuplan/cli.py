@@ -205,7 +205,9 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
             out.print(f"  placed: every buffer of all {pl['tiles']:,} tiles at an address ({pl['tile_groups']} groups of "
                       f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search, "
                       f"{pl.get('by_cpsat', 0)} by CP-SAT; "
-                      f"{pl['cuts']} planning cuts; highest end {pl['highest_address']:,} B), checked",
+                      f"{pl['cuts']} planning cuts" + (f", {pl['headroom_added']:,} B of headroom added to place it"
+                                                       if pl.get("headroom_added") else "")
+                      + f"; highest end {pl['highest_address']:,} B), checked",
                       highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
     elif v == "INFEASIBLE" and "core" not in doc:

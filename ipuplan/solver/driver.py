@@ -18,6 +18,8 @@ from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
 
 MAX_CUTS = 8
+HEADROOM_STEP = 8192
+MAX_HEADROOM = 32768
 
 TABLES_NOTE = {
     "modeled": "per tile, from the plan's transfers (IPU21 instruction words, Repeat patch words, local copy lists); "
@@ -71,7 +73,8 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv)
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
-    result, placed = _solve_placed(graph, target, job.options, report)
+    result, placed, used = _solve_placed(graph, target, job.options, report)
+    job = dataclasses.replace(job, options=dataclasses.replace(used, cuts=()))  # the headroom actually kept
     doc = header(job, spec, target, result)
     doc["strategy"] = job.options.strategy
     st = result.stats
@@ -106,26 +109,41 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
 
 
 def _solve_placed(graph, target, opts: SolveOptions, report):
-    """Solve; place a cpsat FIT on every tile; a proven placement failure is cut from the model and the
-    planner solves again (at most MAX_CUTS times)."""
+    """Solve; place a cpsat FIT on every tile. A placement proven impossible on a tile is cut from the model
+    (at most MAX_CUTS times); a tile the engines leave undecided makes the planner solve again with
+    HEADROOM_STEP more bytes kept free per tile (at most MAX_HEADROOM more): FIT only when placed, and a
+    verdict reached after either is never INFEASIBLE. Returns (result, placement, the options solved with)."""
     from ..backend.placement.tiles import place_plan
     cuts: list = []
+    extra = 0
     while True:
-        result = solve(graph, target, dataclasses.replace(opts, cuts=tuple(cuts)), report)
-        if result.verdict is not Verdict.FIT or opts.strategy != "cpsat":
-            return result, None
-        pp = place_plan(result.problem, result.chosen, report=report)
-        result.stats["placement"] = dict(pp.summary(), cuts=len(cuts), seconds=round(pp.seconds, 3))
-        if pp.placed:
-            return result, pp
-        if pp.failed is None or len(cuts) >= MAX_CUTS:
+        o = dataclasses.replace(opts, cuts=tuple(cuts), headroom=opts.headroom + extra)
+        result = solve(graph, target, o, report)
+        if (cuts or extra) and result.verdict is Verdict.INFEASIBLE:
             result.verdict = Verdict.UNKNOWN
-            result.reason = (f"placement: {pp.reason}" if pp.failed is None else
-                             f"placement still fails after {len(cuts)} cuts: {pp.reason}")
-            return result, None
-        if report:
-            report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
-        cuts.append((int(pp.groups[pp.failed].tiles[0]), tuple(pp.cut)))
+            result.reason = (f"the placement of an earlier plan was {'impossible' if cuts else 'undecided'}, and with "
+                             f"{len(cuts)} cuts and {extra:,} B more headroom no plan is left; not a proof")
+        if result.verdict is not Verdict.FIT or opts.strategy != "cpsat":
+            return result, None, o
+        pp = place_plan(result.problem, result.chosen, report=report)
+        result.stats["placement"] = dict(pp.summary(), cuts=len(cuts), headroom_added=extra,
+                                         seconds=round(pp.seconds, 3))
+        if pp.placed:
+            return result, pp, o
+        if pp.failed is not None and len(cuts) < MAX_CUTS:
+            if report:
+                report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
+            cuts.append((int(pp.groups[pp.failed].tiles[0]), tuple(pp.cut)))
+            continue
+        if pp.unknown is not None and extra < MAX_HEADROOM:
+            extra += HEADROOM_STEP
+            if report:
+                report(f"placement undecided on {pp.reason}; solving again with {extra:,} B more headroom per tile")
+            continue
+        result.verdict = Verdict.UNKNOWN
+        result.reason = (f"placement: {pp.reason}" if pp.failed is None else
+                         f"placement still fails after {len(cuts)} cuts: {pp.reason}")
+        return result, None, o
 
 
 def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
@@ -141,7 +159,8 @@ def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
             doc.update(body)
             if placement is not None:
                 doc["placement"] = {"file": "placement.json", **placed.summary(),
-                                    "cuts": result.stats["placement"]["cuts"]}
+                                    "cuts": result.stats["placement"]["cuts"],
+                                    "headroom_added": result.stats["placement"]["headroom_added"]}
                 write_json(out_dir / "placement.json", placement, indent=None)  # tens of thousands of buffers
             write_json(out_dir / "plan.json", doc)
             return

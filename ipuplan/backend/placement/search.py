@@ -85,13 +85,24 @@ def _greedy_orders(inst: Instance) -> list[np.ndarray]:
 
 
 def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristic: bool = True,
-          cpsat_seconds: float = 20.0) -> Placement:
-    """Place every buffer (first fit, then the canonical search within `node_budget` nodes, then CP-SAT within
-    `cpsat_seconds` deterministic seconds), or prove that no placement exists."""
+          cpsat_seconds: float = 20.0, cpsat_first: float = 0.0) -> Placement:
+    """Place every buffer (first fit; with `cpsat_first`, a short CP-SAT run; then the canonical search within
+    `node_budget` nodes; then CP-SAT within `cpsat_seconds` deterministic seconds), or prove that no placement
+    exists. Tiles (a hundred or two buffers, windows and conflicts) suit CP-SAT first; MiniMalloc's large
+    perfect packings suit the canonical search."""
+    from .cpsat import place_cpsat
+    if heuristic:
+        r = first_fit(inst)
+        if r is not None:
+            return r
+        heuristic = False
+    if cpsat_first > 0:
+        c = place_cpsat(inst, cpsat_first)
+        if c.placed or c.proven:
+            return c
     r = _canonical(inst, node_budget, orders, heuristic)
     if r.placed or r.proven or cpsat_seconds <= 0:
         return r
-    from .cpsat import place_cpsat
     c = place_cpsat(inst, cpsat_seconds)
     c.nodes = r.nodes
     if not c.placed and not c.proven:
@@ -99,8 +110,33 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
     return c
 
 
+def first_fit(inst: Instance) -> Placement | None:
+    """The first of the GREEDY orders that places everything, or None."""
+    from .kernel import greedy
+    bs = inst.buffers
+    n = len(bs)
+    if any(b.fixed is not None and (b.fixed < b.lo or b.fixed + b.size > inst.hi(i)) for i, b in enumerate(bs)):
+        return None
+    arr = lambda xs: np.asarray(xs, np.int64)
+    size, align = arr([b.size for b in bs]), arr([max(1, b.align) for b in bs])
+    lo, hi = arr([b.lo for b in bs]), arr([inst.hi(i) for i in range(n)])
+    fixed = arr([-1 if b.fixed is None else b.fixed for b in bs])
+    first, last = arr([b.first for b in bs]), arr([b.last for b in bs])
+    conf = np.zeros((n, n), np.bool_)
+    for i, j in inst.conflicts:
+        conf[i, j] = conf[j, i] = True
+    el = inst.elements
+    el_start, el_end, el_size = arr([e.start for e in el]), arr([e.end for e in el]), arr([e.size for e in el])
+    for name, order in zip(GREEDY, _greedy_orders(inst)):
+        offset = np.full(n, -1, np.int64)
+        if greedy(order, inst.capacity, size, align, lo, hi, fixed, first, last, conf, arr(inst.barriers), el_start,
+                  el_end, el_size, offset):
+            return Placement([int(o) for o in offset], True, True, 0, f"first fit ({name})")
+    return None
+
+
 def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Placement:
-    from .kernel import EXHAUSTED, FOUND, greedy, rerank, search
+    from .kernel import EXHAUSTED, FOUND, rerank, search
     bs = inst.buffers
     n = len(bs)
     if n >= 4096:
@@ -126,12 +162,9 @@ def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Pla
     el = inst.elements
     el_start, el_end, el_size = arr([e.start for e in el]), arr([e.end for e in el]), arr([e.size for e in el])
     if heuristic and n:
-        first, last = arr([b.first for b in bs]), arr([b.last for b in bs])
-        for name, order in zip(GREEDY, _greedy_orders(inst)):
-            offset = np.full(n, -1, np.int64)
-            if greedy(order, inst.capacity, size, align, lo, hi, fixed, first, last, conf, barriers, el_start, el_end,
-                      el_size, offset):
-                return Placement([int(o) for o in offset], True, True, 0, f"first fit ({name})")
+        r = first_fit(inst)
+        if r is not None:
+            return r
     offset = np.full(n, -1, np.int64)
     minoff = lo.copy()
     floor = np.zeros(len(sw.sections), np.int64)

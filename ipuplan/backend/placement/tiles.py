@@ -11,11 +11,13 @@ import numpy as np
 
 from ...formats import PLACEMENT
 from .requests import TileGroup, tile_groups, tile_literals
-from .search import place
+from .search import first_fit, place
 from .validate import violations
 
-NODE_BUDGET = 200_000  # per tile group, for the canonical search; then CP-SAT (both deterministic)
-CPSAT_SECONDS = 20.0
+NODE_BUDGET = 50_000  # per tile group, for the canonical search (deterministic)
+CPSAT_FIRST = 0.5  # deterministic seconds of CP-SAT right after first fit: most tiles suit it
+CPSAT_SECONDS = 5.0  # and after the canonical search
+EXACT_GROUPS = 16  # tile groups per plan the exact engines may take on
 
 
 @dataclass
@@ -46,11 +48,26 @@ class PlanPlacement:
 
 
 def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> PlanPlacement:
+    """First fit on every tile group; the exact engines on those it leaves (at most EXACT_GROUPS of them: a
+    plan that needs more is answered "undecided" at once, and the planner keeps more bytes free instead)."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
+    quick = [first_fit(g.inst) for g in groups]
+    left = [k for k, r in enumerate(quick) if r is None]
+    if len(left) > EXACT_GROUPS:
+        k = left[0]
+        pp.offsets, pp.methods = [None] * len(groups), ["first fit" if r else "" for r in quick]
+        pp.unknown = k
+        pp.reason = (f"first fit left {len(left)} of {len(groups)} tile groups (tile {int(groups[k].tiles[0])} "
+                     f"first); the exact engines take at most {EXACT_GROUPS} per plan")
+        pp.seconds = time.perf_counter() - t0
+        if report:
+            report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
+        return pp
     for k, g in enumerate(groups):
-        r = place(g.inst, node_budget=node_budget, cpsat_seconds=CPSAT_SECONDS)
+        r = quick[k] or place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=CPSAT_SECONDS,
+                              cpsat_first=CPSAT_FIRST)
         pp.nodes += r.nodes
         pp.methods.append(r.method)
         if r.placed:
