@@ -172,6 +172,20 @@ def _solve_option_ranges(target_path: str, support_reserve, table_budget, headro
         raise InputError("--headroom", None, f"{headroom:,} is out of range", f"valid: 0..{t.usable_bytes - 1:,}")
 
 
+def _print_time(b: dict | None) -> None:
+    """Where the modeled cycles go: compute / exchange / sync, by op kind, and the slowest ops."""
+    if not b:
+        return
+    tot = b["compute"] + b["exchange"] + b["sync"] or 1
+    pct = lambda d: "/".join(f"{100 * d[k] / tot:.0f}" for k in ("compute", "exchange", "sync"))
+    out.print(f"  time: compute {b['compute']:,}, exchange {b['exchange']:,}, sync {b['sync']:,} cycles "
+              f"({pct(b)} %); by kind (compute/exchange/sync %): "
+              + ", ".join(f"{k} {pct(d)}" for k, d in b["by_kind"].items()), highlight=False)
+    out.print("  slowest ops per run: " + ", ".join(f"{s['op']} {s['per_run']:,}" + (f" x{s['runs']}" if s["runs"] > 1
+                                                                                    else "")
+                                                 for s in b["slowest_ops"]), highlight=False)
+
+
 def _print_verdict(doc: dict, out_dir: Path) -> None:
     v = doc["verdict"]
     head = f"{doc['model']} batch {doc['batch']}, {doc['layers']} layers"
@@ -183,6 +197,7 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         else:
             out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
                       f"(gap {c['gap'] * 100:.2f}%)")
+        _print_time(c.get("breakdown"))
         for k in ("total", "region0", "region1", "interleaved"):
             out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
         sl = doc["slack"]

@@ -103,8 +103,7 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
             internal = merge_tree(ctx, state, recv, ns)
             state_bufs = (Buf("softmax state", state, Life.COMPUTE), Buf("received softmax state", recv, Life.COMPUTE),
                           *([descriptors(ctx, recv, att.MERGE)] * len(internal)))
-            merge_cyc = len(internal) * att.merge_cycles(tg, qb, D)
-            merge_cyc += sum(exchange_cycles(tg, int(r.transfer.send.max()), int(r.transfer.recv.max()),
+            merge_cyc = sum(exchange_cycles(tg, int(r.transfer.send.max()), int(r.transfer.recv.max()),
                                              int((r.transfer.send_pieces + r.transfer.recv_pieces).max()))
                              for r in internal)
         for streaming in (True, False):
@@ -119,6 +118,7 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
                  "mode": "streaming" if streaming else "materialized"}
             names = (codelet.name,) + ((att.MERGE.name,) if ns > 1 else ())
             impls.append(Impl(sop.key, f"{f['mode']} {B}x{H} groups x {nq} query blocks x {ns} key splits", f, out,
-                              {0: qn, 1: kvn, 2: kvn}, (), bufs, per_tile * att.cycles(tg, qb, kb, D), names,
+                              {0: qn, 1: kvn, 2: kvn}, (), bufs,
+                              per_tile * att.cycles(tg, qb, kb, D) + len(internal) * att.merge_cycles(tg, qb, D), names,
                               1 + len(internal), internal, merge_cyc))
     return impls

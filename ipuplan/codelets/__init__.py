@@ -3,7 +3,7 @@ cycles (and, for the runner, semantics). The planner, the backend and the runner
 
 from ..ir.graph import OpKind
 from ..target import Target
-from .base import Codelet, VectorCost, exchange_cycles
+from .base import Codelet, Cost, VectorCost, exchange_cost, exchange_cycles
 from . import attention, gemm, vector
 
 ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, attention.STREAMING, attention.MATERIALIZED,
@@ -35,5 +35,5 @@ def program_bytes(target: Target, kinds) -> int:
     return 4 * words
 
 
-__all__ = ["ALL", "BY_NAME", "Codelet", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cycles",
-           "gemm", "program_bytes", "vector"]
+__all__ = ["ALL", "BY_NAME", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cost",
+           "exchange_cycles", "gemm", "program_bytes", "vector"]

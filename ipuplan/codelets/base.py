@@ -36,7 +36,31 @@ class VectorCost:
         return self.setup + ceil(self.passes * per_worker / target.vector_bytes_per_cycle)
 
 
-def exchange_cycles(target: Target, send_max: int, recv_max: int, pieces_max: int) -> int:
-    """One exchange superstep's busiest tile: bytes at the exchange rate, pieces, sync."""
+@dataclass(frozen=True)
+class Cost:
+    """Modeled cycles split by where they go: worker and AMP compute, exchange transfer, superstep sync."""
+
+    compute: int = 0
+    exchange: int = 0
+    sync: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.compute + self.exchange + self.sync
+
+    def __add__(self, o: "Cost") -> "Cost":
+        return Cost(self.compute + o.compute, self.exchange + o.exchange, self.sync + o.sync)
+
+    def __mul__(self, k: int) -> "Cost":
+        return Cost(self.compute * k, self.exchange * k, self.sync * k)
+
+
+def exchange_cost(target: Target, send_max: int, recv_max: int, pieces_max: int) -> Cost:
+    """One exchange superstep's busiest tile: bytes at the exchange rate and pieces; its sync."""
     words = ceil(max(send_max, recv_max) / target.exchange_bytes_per_cycle)
-    return target.exchange_sync_cycles + words + pieces_max * target.exchange_fragment_cycles
+    return Cost(0, words + pieces_max * target.exchange_fragment_cycles, target.exchange_sync_cycles)
+
+
+def exchange_cycles(target: Target, send_max: int, recv_max: int, pieces_max: int) -> int:
+    """exchange_cost as one number."""
+    return exchange_cost(target, send_max, recv_max, pieces_max).total

@@ -151,6 +151,7 @@ class Problem:
     ties: list[tuple[str, str]]
     batch: int
     xcontribs: list[XContribution] = field(default_factory=list)
+    parts: dict = field(default_factory=dict)  # literal -> codelets.Cost (compute, exchange, sync), times trips
 
     @property
     def steps(self) -> list[str]:
@@ -181,6 +182,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     contribs: list[Contribution] = []
     xcontribs: list[XContribution] = []
     cycles: dict[tuple, int] = {}
+    parts: dict[tuple, cl.Cost] = {}
     xfer_cache: dict = {}
     last_step = len(sched.steps) - 1
     constant = 0
@@ -197,13 +199,13 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
             xfer_cache[key] = transfers(src, dst, T, rows, enc)
         return xfer_cache[key]
 
-    def xcycles(*trs: Transfer) -> int:
+    def xcost(*trs: Transfer) -> cl.Cost:
         send = sum(t.send for t in trs)
         recv = sum(t.recv for t in trs)
         pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)
         local = sum(t.local for t in trs)
         copy = cl.vector.cycles(target, "copy", int(local.max())) if local.any() else 0
-        return cl.exchange_cycles(target, int(send.max()), int(recv.max()), int(pieces.max())) + copy
+        return cl.exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + cl.Cost(copy)
 
     def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False) -> None:
         """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""
@@ -226,7 +228,8 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         constant += sop.trips * (target.compute_set_cycles + target.exchange_sync_cycles)
         for i, im in enumerate(impls[sop.key]):
             lit = ("impl", sop.key, i)
-            cyc = im.cycles + im.extra_exchange
+            isync = len(im.internal) * target.exchange_sync_cycles  # one sync per internal exchange round
+            cost = cl.Cost(im.cycles, im.extra_exchange - isync, isync)
             add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
             for b in im.bufs:
                 add(lit, b.layout, *span[b.life](sop), f"{sop.key} ({b.role})")
@@ -243,20 +246,21 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                     add(lit, home, 0, last_step, f"{pu.key} (home x{info.count})", info.count)
                     add(lit, pu.layout, sop.xstep, sop.cstep, f"{pu.key} (staged)")
                     tr = stream_transfer(home, pu.layout, T, enc)
-                    cyc += xcycles(tr)
+                    cost += xcost(tr)
                     exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr],
                              [(f"{pu.key} (home x{info.count})", f"{pu.key} (staged)")], patched=info.count > 1)
             for inner in im.internal:
                 exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer],
                          [(f"{sop.key} ({inner.src})", f"{sop.key} ({inner.dst})")])
-            cycles[lit] = cyc * sop.trips
+            parts[lit] = cost * sop.trips
+            cycles[lit] = parts[lit].total
 
-    edges = _edges(sched, impls, T, add, cycles, xfer, xcycles, exchange, relays)
+    edges = _edges(sched, impls, T, add, cycles, parts, xfer, xcost, exchange, relays)
     return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, sched.ties,
-                   batch, xcontribs)
+                   batch, xcontribs, parts)
 
 
-def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange, relays) -> list[Edge]:
+def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exchange, relays) -> list[Edge]:
     edges: list[Edge] = []
     for sop in sched.ops:
         for idx, ref in sop.reads:
@@ -281,8 +285,8 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange,
                     if isinstance(dst, RowsInto):  # written straight into the consumer's output rows
                         p = Pair(ei, a, b, True, mode="direct")
                         trs = [xfer(src, dst.layout, seg) for seg in dst.segments]
-                        p.cycles = xcycles(*trs) * sop.trips
-                        cycles[p.lit] = p.cycles
+                        parts[p.lit] = xcost(*trs) * sop.trips
+                        p.cycles = cycles[p.lit] = parts[p.lit].total
                         exchange(p.lit, sop.xstep, f"{what} (into rows)", trs,
                                  [(f"{e.producer} (output)", f"{sop.key} (output)")] * len(trs))
                         e.pairs.append(p)
@@ -302,8 +306,8 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, xfer, xcycles, exchange,
                             relay = relay_layout(alloc, T)
                             trs = [xfer(s, relay), xfer(relay, alloc)]
                             add(p.lit, relay, sop.xstep, sop.xstep, f"{what} (relay buffer)")
-                        p.cycles = xcycles(*trs) * sop.trips
-                        cycles[p.lit] = p.cycles
+                        parts[p.lit] = xcost(*trs) * sop.trips
+                        p.cycles = cycles[p.lit] = parts[p.lit].total
                         copy = f"{what} (exchanged copy)"
                         ends = ([(f"{e.producer} (output)", copy)] if mode == "direct" else
                                 [(f"{e.producer} (output)", f"{what} (relay buffer)"), (f"{what} (relay buffer)", copy)])

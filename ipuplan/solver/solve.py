@@ -34,6 +34,7 @@ from .memory.liveness import missing_tile_rows
 from .model import SLACK_MAX, Guard, ModelCtx
 from .objective import add_objective, objective_expr, objective_value
 from .problem import Problem, build_problem
+from .profile import breakdown
 
 MAX_ROUNDS = 40
 SLACK_EFFORT = 10.0  # deterministic seconds at most for the slack phase
@@ -364,7 +365,8 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
         "slack": {"bytes": int(free[tile]), "tile": tile, "step": p.steps[int(np.argmax(total[:, tile]))],
                   "headroom": a.headroom, "tiles_under_8k": int((free < 8192).sum())},
         "cycles": {"modeled": objective, "ms": round(objective / clock * 1e3, 4), "best_bound": bound,
-                   "gap": round((objective - bound) / objective, 6) if objective and bound is not None else None},
+                   "gap": round((objective - bound) / objective, 6) if objective and bound is not None else None,
+                   "breakdown": breakdown(p, chosen)},
     }
 
 

@@ -237,3 +237,14 @@ def test_more_attention_groups_than_tiles_share_tiles(cli, tmp_path):
     att = doc["choices"]["encoder/attn"]
     assert (att["query_blocks"], att["key_splits"]) == (1, 1)
     assert cli("check", tmp_path / "g").code == 0
+
+
+def test_cycle_breakdown_adds_up_to_the_objective(small_plan):
+    c = small_plan["cycles"]
+    b = c["breakdown"]
+    assert b["compute"] + b["exchange"] + b["sync"] == c["modeled"]
+    assert sum(d["total"] for d in b["by_kind"].values()) == c["modeled"]
+    assert b["compute"] > 0 and b["exchange"] > 0 and b["sync"] > 0
+    runs = b["slowest_ops"]
+    assert runs and all(r["per_run"] * r["runs"] <= r["total"] < (r["per_run"] + 1) * r["runs"] for r in runs)
+    assert [r["per_run"] for r in runs] == sorted((r["per_run"] for r in runs), reverse=True)
