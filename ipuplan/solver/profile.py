@@ -16,6 +16,9 @@ def _op_of(p: Problem, lit: tuple) -> str:
 def breakdown(p: Problem, chosen: set[tuple], top: int = 5) -> dict:
     """Totals, per op kind, and the `top` ops whose one execution (both supersteps) models slowest."""
     t = p.target
+    if not hasattr(p.sched, "ops"):  # a problem built by hand, without a schedule: totals only
+        c = sum((p.parts[lit] for lit in chosen if lit in p.parts), Cost()) + Cost(sync=p.constant_cycles)
+        return {"compute": c.compute, "exchange": c.exchange, "sync": c.sync, "by_kind": {}, "slowest_ops": []}
     per_op: dict[str, Cost] = defaultdict(Cost)
     for lit in chosen:
         if lit in p.parts:

@@ -17,7 +17,8 @@ from .validate import violations
 NODE_BUDGET = 50_000  # per tile group, for the canonical search (deterministic)
 CPSAT_FIRST = 0.5  # deterministic seconds of CP-SAT right after first fit: most tiles suit it
 CPSAT_SECONDS = 5.0  # and after the canonical search
-EXACT_GROUPS = 16  # tile groups per plan the exact engines may take on
+EXACT_GROUPS = 16  # tile groups per plan the full exact engines may take on
+QUICK_NODES = 5_000  # the short canonical search every group first fit leaves gets
 
 
 @dataclass
@@ -48,12 +49,19 @@ class PlanPlacement:
 
 
 def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> PlanPlacement:
-    """First fit on every tile group; the exact engines on those it leaves (at most EXACT_GROUPS of them: a
-    plan that needs more is answered "undecided" at once, and the planner keeps more bytes free instead)."""
+    """First fit on every tile group, a short canonical search on those it leaves, the full exact engines on
+    what is still open (at most EXACT_GROUPS groups: a plan that needs more is answered "undecided" at once, and
+    the planner keeps more bytes free instead)."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
     quick = [first_fit(g.inst) for g in groups]
+    for k, r in enumerate(quick):  # a short canonical search places most of what first fit leaves
+        if r is None:
+            r = place(groups[k].inst, node_budget=QUICK_NODES, heuristic=False, cpsat_seconds=0)
+            if r.placed or r.proven:
+                quick[k] = r
+                pp.nodes += r.nodes
     left = [k for k, r in enumerate(quick) if r is None]
     if len(left) > EXACT_GROUPS:
         k = left[0]
@@ -65,6 +73,7 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
         return pp
+    pp.nodes = 0  # counted again below, with the groups' final engines
     for k, g in enumerate(groups):
         r = quick[k] or place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=CPSAT_SECONDS,
                               cpsat_first=CPSAT_FIRST)
