@@ -42,6 +42,17 @@ def _element_end(o, s, el_start, el_end, el_size):
 
 
 @njit(cache=True)
+def _push(log_i, log_v, top, idx, val):
+    """Append (idx, val) to an undo log at `top`, doubling it when full; returns the (possibly new) arrays."""
+    if top >= log_i.shape[0]:
+        log_i = np.concatenate((log_i, np.zeros(log_i.shape[0], np.int64)))
+        log_v = np.concatenate((log_v, np.zeros(log_v.shape[0], np.int64)))
+    log_i[top] = idx
+    log_v[top] = val
+    return log_i, log_v
+
+
+@njit(cache=True)
 def _unplace(i, mfrom, ffrom, mtop, ftop, mlog_i, mlog_v, flog_i, flog_v, minoff, floor, total, cut, size, span_a,
              span_b, offset):
     """Undo placing buffer i: the lowest offsets and floors logged since (mfrom, ffrom), its bytes in its
@@ -212,11 +223,7 @@ def search(members, rank, s0, s1, capacity, size, align, lo, hi, fixed, span_a, 
         offset[i] = o
         for sct in range(a, b):
             if top > floor[sct]:
-                if ftop >= flog_i.shape[0]:
-                    flog_i = np.concatenate((flog_i, np.zeros(flog_i.shape[0], np.int64)))
-                    flog_v = np.concatenate((flog_v, np.zeros(flog_v.shape[0], np.int64)))
-                flog_i[ftop] = sct
-                flog_v[ftop] = floor[sct]
+                flog_i, flog_v = _push(flog_i, flog_v, ftop, sct, floor[sct])
                 ftop += 1
                 floor[sct] = top
             total[sct] -= size[i]
@@ -235,11 +242,7 @@ def search(members, rank, s0, s1, capacity, size, align, lo, hi, fixed, span_a, 
             if conf[i, j]:
                 h = _element_end(o, size[i], el_start, el_end, el_size)
             if h > minoff[j]:
-                if mtop >= mlog_i.shape[0]:
-                    mlog_i = np.concatenate((mlog_i, np.zeros(mlog_i.shape[0], np.int64)))
-                    mlog_v = np.concatenate((mlog_v, np.zeros(mlog_v.shape[0], np.int64)))
-                mlog_i[mtop] = j
-                mlog_v[mtop] = minoff[j]
+                mlog_i, mlog_v = _push(mlog_i, mlog_v, mtop, j, minoff[j])
                 mtop += 1
                 minoff[j] = h
                 for sct in range(span_a[j], span_b[j]):
@@ -256,11 +259,7 @@ def search(members, rank, s0, s1, capacity, size, align, lo, hi, fixed, span_a, 
                     if offset[j] < 0 and (low < 0 or minoff[j] < low):
                         low = minoff[j]
                 if low > floor[sct]:
-                    if ftop >= flog_i.shape[0]:
-                        flog_i = np.concatenate((flog_i, np.zeros(flog_i.shape[0], np.int64)))
-                        flog_v = np.concatenate((flog_v, np.zeros(flog_v.shape[0], np.int64)))
-                    flog_i[ftop] = sct
-                    flog_v[ftop] = floor[sct]
+                    flog_i, flog_v = _push(flog_i, flog_v, ftop, sct, floor[sct])
                     ftop += 1
                     floor[sct] = low
                     if max(low, o) + total[sct] > capacity:
