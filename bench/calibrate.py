@@ -1,4 +1,4 @@
-"""Modeled cycles against the seeds' hardware measurements (../shared/seeds, IPU21.md), same models and batches.
+"""Modeled cycles against the seeds' hardware measurements (docs/SOURCES.md), same models and batches.
 
 Usage: python bench/calibrate.py [--out bench/out/calibrate]
 Each case is one `ipuplan solve` process; prints a markdown table: the measured figure (cycles at 1.5 GHz),

@@ -1,8 +1,8 @@
 """The placement engine on MiniMalloc's public "challenging" suite (google/minimalloc, benchmarks/challenging,
 11 instances at 1 MiB), next to plain CP-SAT AddNoOverlap2D on the same machine.
 
-    git clone https://github.com/google/minimalloc /tmp/minimalloc
-    python bench/minimalloc.py --dir /tmp/minimalloc/benchmarks/challenging
+    git clone https://github.com/google/minimalloc bench/out/minimalloc
+    python bench/minimalloc.py --dir bench/out/minimalloc/benchmarks/challenging
 
 Prints one row per instance: our verdict, nodes, seconds (every placement validated independently), then
 CP-SAT's verdict and seconds under a wall-clock limit. The CSVs are read from the clone, not copied here."""
