@@ -358,13 +358,17 @@ def _print_what_if(r: dict) -> None:
 
 
 @app.command()
-def check(directory: str = typer.Argument(..., help="a solve output directory (plan.json or certificate.json)")) -> None:
-    """Independently re-verify a FIT plan or an INFEASIBLE certificate against model and target (exit 0 holds,
-    1 violated or rejected)."""
+def check(directory: str = typer.Argument(..., help="a solve output directory (plan.json or certificate.json) "
+                                              "or a package (DIR/model.ipupkg)")) -> None:
+    """Independently re-verify a FIT plan, an INFEASIBLE certificate or a package against model and target
+    (exit 0 holds, 1 violated or rejected, 2 an unreadable or invalid package)."""
     from .check import check_dir
     from .check.certificate import check_certificate
 
     d = Path(directory)
+    if d.suffix == ".ipupkg":
+        _check_package(d)
+        return
     plan = (d / "plan.json").exists()
     if not plan and (d / "certificate.json").exists():
         try:
@@ -384,8 +388,22 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
         out.print(line, markup=False, highlight=False)
     if report.ok:
         out.print(f"[bold green]{what}[/]")
+        if plan and (d / "model.ipupkg").exists():
+            _check_package(d / "model.ipupkg")
         return
     out.print(f"[bold red]CHECK FAILED[/]: {report.violations[0]}", highlight=False)
+    raise typer.Exit(1)
+
+
+def _check_package(path: Path) -> None:
+    from .check.package import check_package
+    ok, lines, why = check_package(path)
+    for line in lines:
+        out.print(line, markup=False, highlight=False)
+    if ok:
+        out.print("[bold green]PACKAGE CHECK PASSED[/]")
+        return
+    out.print(f"[bold red]CHECK FAILED[/]: {why}", highlight=False)
     raise typer.Exit(1)
 
 
@@ -426,6 +444,9 @@ def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV 
         raise typer.Exit(1)
     out.print(f"[bold yellow]UNKNOWN[/] {head}{res.reason} ({secs:.2f} s)")
     raise typer.Exit(3)
+
+
+from . import cli_build  # noqa: E402,F401  (build and export register on `app`)
 
 
 def main() -> None:

@@ -64,7 +64,7 @@ def vector_need(lay: Layout, n: int) -> Layout:
     if lay.replicas > 1 or not lay.contiguous_groups:
         return None
     return Layout(1, n, 2, pr=1, pc=lay.pc, replicas=lay.pr, start=lay.start, col_stride=lay.col_stride,
-                  rep_stride=lay.rstride)
+                  rep_stride=lay.rstride, col_grain=lay.cgrain)
 
 
 def param_need(ctx: Ctx, lay: Layout, key: str) -> Layout | None:
@@ -76,11 +76,12 @@ def param_need(ctx: Ctx, lay: Layout, key: str) -> Layout | None:
     if len(v.shape) == 1 or r == 1 and lay.rows > 1:
         return vector_need(lay, c)
     if r == lay.rows:
-        return dataclasses.replace(lay, elem=v.dtype.itemsize, mem=STD, row_align=1, col_align=1)
+        return dataclasses.replace(lay, elem=v.dtype.itemsize, mem=STD, row_align=1, col_align=1, col_grain=lay.cgrain)
     if lay.row_groups > 1 and r * lay.row_groups == lay.rows:  # positions [tokens, W] over [B*tokens, W]
         g = lay.row_groups
         return Layout(r, c, v.dtype.itemsize, pr=lay.pr // g, pc=lay.pc, replicas=g, start=lay.start,
-                      row_stride=lay.rstride, col_stride=lay.col_stride, rep_stride=lay.pr // g * lay.rstride)
+                      row_stride=lay.rstride, col_stride=lay.col_stride, rep_stride=lay.pr // g * lay.rstride,
+                      col_grain=lay.cgrain)
     return None
 
 
@@ -142,7 +143,7 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
             src_v = ctx.sched.buffers[r.key].value if r.kind == "act" else ctx.sched.params[r.key].value
             sr, sc = matrix(src_v) if r.window is None else (matrix(src_v)[0], r.window[1] - r.window[0])
             if (sr, sc) == (rows, cols):
-                need = dataclasses.replace(lay, elem=src_v.dtype.itemsize, mem=ANY)
+                need = dataclasses.replace(lay, elem=src_v.dtype.itemsize, mem=ANY, col_grain=lay.cgrain)
             elif kind is OpKind.BROADCAST or sr == 1 or len(src_v.shape) == 1:
                 need = vector_need(lay, sc)
             else:

@@ -16,6 +16,7 @@ import numpy as np
 from ..codelets import exchange_cycles, gemm, vector
 from ..ir.graph import OpKind
 from ..layout import Layout
+from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
 from .common import IL, STD, descriptors, patched, pow2_upto, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life
@@ -87,21 +88,20 @@ def rope_consumer(ctx: Ctx, sop: SOp):
     return None, []
 
 
-def rope_tables(out: Layout, wins: list[tuple[int, int]]) -> Layout:
-    """F32 sin and cos tables beside the q and k columns of every output block (8 bytes per element of
-    the windows), modeled as the windows' share of each block's columns, rounded up."""
-    cols = sum(c1 - c0 for c0, c1 in wins)
-    return dataclasses.replace(out, elem=max(1, ceil(8 * cols / out.cols)), mem=STD, row_align=1, col_align=1)
+def rope_tables(out: Layout, head_dim: int) -> Layout:
+    """F32 sin and cos tables beside every output block: one [rows, head_dim] pair per block, indexed by the
+    row's token and the column's place in its head (the angles are the same for every head, q and k)."""
+    return per_block(out, out.max_block_items()[0] * head_dim * 8)
 
 
-def partial_layouts(m: int, n: int, pm: int, pn: int, pk: int, groups: int) -> tuple[Layout, Layout]:
+def partial_layouts(m: int, n: int, pm: int, pn: int, pk: int, groups: int, cg: int = 2) -> tuple[Layout, Layout]:
     """F32 partials of every cell (replica r on tile + r; interleaved: the AMP writes them) and, on the cells
-    that receive in the reduction tree (r even), one received partial."""
+    that receive in the reduction tree (r even), one received partial; columns split as the F16 output's."""
     rs = pn * pk
     part = Layout(m, n, 4, pr=pm, pc=pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1,
-                  row_groups=groups, mem=IL)
+                  row_groups=groups, mem=IL, col_grain=cg)
     recv = Layout(m, n, 4, pr=pm, pc=pn, replicas=pk // 2, row_stride=rs, col_stride=pk, rep_stride=2,
-                  row_groups=groups, mem=STD)
+                  row_groups=groups, mem=STD, col_grain=cg)
     return part, recv
 
 
@@ -112,7 +112,7 @@ def reduction(ctx: Ctx, part: Layout, recv: Layout, pk: int) -> tuple[Internal, 
     T = ctx.tiles
     pt, po = part.block_tiles(T), part.block_offsets(T)
     rt, ro = recv.block_tiles(T), recv.block_offsets(T)
-    nb = part.block_bytes().ravel()
+    nb = np.minimum(part.block_bytes(), recv.block_bytes()).ravel()  # the data, not the interleaved padding
     out = []
     for s in range(tree_rounds(pk)):
         step = 1 << s
@@ -144,12 +144,17 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         xlay = row_layout(m, k, xe, B, pm, pk, IL, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
                           col_align=km)
         wlay = Layout(k, n, we, pr=pk, pc=pn, replicas=pm, row_stride=1, col_stride=pk, rep_stride=rs, mem=IL,
-                      row_align=km, col_align=gemm.N_MULTIPLE)
-        out = row_layout(m, n, 2, B, pm, pn, IL if pk == 1 else STD, row_stride=rs, col_stride=pk)
+                      row_align=km, col_align=gemm.N_MULTIPLE, row_grain=grain(xe))
+        # w, the output, the bias and the partials split n at the same columns: whole words of w
+        cg = grain(we)
+        c16 = 0 if cg == grain(2) else cg
+        out = row_layout(m, n, 2, B, pm, pn, IL if pk == 1 else STD, row_stride=rs, col_stride=pk, col_grain=c16)
         uses = [(wref.key, wlay)]
         if len(sop.reads) > 2:
             uses.append((sop.reads[2][1].key, Layout(1, n, 2, pr=1, pc=pn, replicas=pm, col_stride=pk,
-                                                     rep_stride=rs)))
+                                                     rep_stride=rs, col_grain=c16)))
+        if xref.kind == "param":  # a learned left operand (a probe): held like the weights
+            uses.append((xref.key, xlay))
         mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
         cyc = gemm.cycles(tg, mb, kb, nb, fp8) + vector.cycles(tg, "add", mb * nb * 2)
         bufs: list[Buf] = []
@@ -158,7 +163,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         codelets = [amp.name]
         sets = 1
         if pk > 1:
-            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups)
+            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups, cg)
             bufs += [Buf("partials", part, Life.COMPUTE), Buf("received partial", recv, Life.COMPUTE)]
             internal = reduction(ctx, part, recv, pk)
             cyc += gemm.reduce_cycles(tg, mb, nb, pk)
@@ -170,7 +175,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         if rope_op is not None:
             # RoPE is applied in place to the q and k columns of the output, in one more compute set
             cols = sum(c1 - c0 for c0, c1 in rope_wins)
-            bufs.append(Buf("RoPE tables", rope_tables(out, rope_wins), Life.PROGRAM))
+            bufs.append(Buf("RoPE tables", rope_tables(out, rope_op.op.attrs.head_dim), Life.PROGRAM))
             cyc += vector.cycles(tg, "rope", mb * ceil(nb * cols / n) * 2)
             codelets.append(vector.ROPE.name)
             sets += 1
@@ -178,14 +183,14 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
 
         def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, pm=pm,
                  pn=pn, pk=pk, codelets=tuple(codelets), sets=sets):
-            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups) if pk > 1 else (out, None)
+            part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups, cg) if pk > 1 else (out, None)
             desc = [descriptors(ctx, part, amp, patched(ctx, ps if pk == 1 else ps[:1]))]
             if pk > 1:  # one add per round on the receiving cells; the last round adds the bias too
                 desc += [descriptors(ctx, recv, gemm.REDUCE, patched(ctx, ps[1:]))] * len(internal)
             if rope_op is not None:
                 desc.append(descriptors(ctx, out, vector.ROPE))
             lab = f"grid {pm}x{pn}x{pk} weights {f.get('params')}"
-            return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + tuple(desc), cyc, codelets, sets, internal,
+            return Impl(sop.key, lab, f, out, {} if xref.kind == "param" else {0: xlay}, ps, bufs + tuple(desc), cyc, codelets, sets, internal,
                         extra)
         impls += variants(uses, base, make)
     return impls

@@ -24,12 +24,16 @@ def _up(x, a: int):
 
 
 def row_sizes(lay: dict) -> np.ndarray:
-    g = lay["row_groups"]
-    return np.concatenate([_split(lay["rows"] // g, lay["pr"] // g)] * g)
+    """Balanced per row group; with a row grain, in whole grains, the last block taking the rest."""
+    g, grain = lay["row_groups"], lay.get("row_grain", 1)
+    n = lay["rows"] // g
+    sizes = _split(-(-n // grain), lay["pr"] // g) * grain
+    sizes[-1] -= sizes.sum() - n
+    return np.concatenate([sizes] * g)
 
 
 def col_sizes(lay: dict) -> np.ndarray:
-    per_word = max(1, WORD // lay["elem"])
+    per_word = lay.get("col_grain") or max(1, WORD // lay["elem"])
     words = -(-lay["cols"] // per_word)
     sizes = _split(words, lay["pc"]) * per_word
     sizes[-1] -= sizes.sum() - lay["cols"]
@@ -75,10 +79,11 @@ def owners(lay: dict, T: int) -> np.ndarray:
 
 
 def L(rows, cols, elem, pr=1, pc=1, replicas=1, start=0, row_stride=0, col_stride=1, rep_stride=0, row_groups=1,
-      group_stride=0, mem="std", flat=False, row_align=1, col_align=1) -> dict:
+      group_stride=0, mem="std", flat=False, row_align=1, col_align=1, row_grain=1, col_grain=0) -> dict:
     return {"rows": rows, "cols": cols, "elem": elem, "pr": pr, "pc": pc, "replicas": replicas, "start": start,
             "row_stride": row_stride, "col_stride": col_stride, "rep_stride": rep_stride, "row_groups": row_groups,
-            "group_stride": group_stride, "flat": flat, "mem": mem, "row_align": row_align, "col_align": col_align}
+            "group_stride": group_stride, "flat": flat, "mem": mem, "row_align": row_align, "col_align": col_align, "row_grain": row_grain,
+            "col_grain": col_grain}
 
 
 def per_block(lay: dict, nbytes: int, mem: str = "std") -> dict:

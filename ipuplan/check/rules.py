@@ -78,7 +78,7 @@ def derive(cx: Ctx, o, choice: dict, path: str) -> Derived:
 def _tree(cx: Ctx, src: dict, recv: dict, n: int) -> list:
     """Pairwise rounds: in round s cell r (r mod 2^(s+1) = 2^s) sends its block to cell r - 2^s."""
     st, rt = block_tiles(src, cx.T), block_tiles(recv, cx.T)
-    nb = block_bytes(src).ravel()
+    nb = np.minimum(block_bytes(src), block_bytes(recv)).ravel()  # what the receiving block holds
     out, step = [], 1
     while step < n:
         senders = [r for r in range(n) if r % (2 * step) == step]
@@ -107,20 +107,26 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
     mode = one_of(ch, "params", path, MODES)
     km = gemm.K_MULTIPLE[fp8]
     rs, g = pn * pk, _groups(m, pm, B)
-    out = canonical(L(m, n, 2, pm, pn, row_stride=rs, col_stride=pk, row_groups=g, mem="il" if pk == 1 else "std"))
+    cg = max(1, 4 // we)  # w, output, bias and partials split n at whole words of w
+    c16 = 0 if cg == 2 else cg
+    out = canonical(L(m, n, 2, pm, pn, row_stride=rs, col_stride=pk, row_groups=g, mem="il" if pk == 1 else "std",
+                      col_grain=c16))
     d = Derived(out)
     d.needs[0] = canonical(L(m, k, xe, pm, pk, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
                              row_groups=g, mem="il", col_align=km))
     d.params.append((wkey, canonical(L(k, n, we, pk, pn, replicas=pm, row_stride=1, col_stride=pk, rep_stride=rs,
-                                       mem="il", row_align=km, col_align=gemm.N_MULTIPLE)), mode))
+                                       mem="il", row_align=km, col_align=gemm.N_MULTIPLE, row_grain=max(1, 4 // xe))), mode))
     if len(o.reads) > 2:
-        d.params.append((o.reads[2][2], canonical(L(1, n, 2, 1, pn, replicas=pm, col_stride=pk, rep_stride=rs)), mode))
+        d.params.append((o.reads[2][2], canonical(L(1, n, 2, 1, pn, replicas=pm, col_stride=pk, rep_stride=rs,
+                                                   col_grain=c16)), mode))
+    if xkind == "param":
+        d.params.append((xkey, d.needs.pop(0), mode))
     grid = out
     if pk > 1:
         part = canonical(L(m, n, 4, pm, pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1, row_groups=g,
-                           mem="il"))
+                           mem="il", col_grain=cg))  # split like w and the output
         recv = canonical(L(m, n, 4, pm, pn, replicas=pk // 2, row_stride=rs, col_stride=pk, rep_stride=2,
-                           row_groups=g))
+                           row_groups=g, col_grain=cg))
         d.bufs += [("partials", part, "compute"), ("received partial", recv, "compute")]
         d.internal = _tree(cx, part, recv, pk)
         d.internal_ends = ("partials", "received partial")
@@ -130,8 +136,8 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
     d.apart = [tuple("partials" if f == "out" and pk > 1 else f for f in pair) for pair in gemm.GEMM[fp8].apart]
     for c in cx.prog.consumers[o.key]:
         if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
-            cols = sum((w[1] - w[0]) if w else n for i, kind, key, w in c.reads if i in (0, 1) and key == o.key)
-            d.bufs.append(("RoPE tables", dict(out, elem=ceil(8 * cols / n), mem="std"), "program"))
+            rows = int(row_sizes(out).max())
+            d.bufs.append(("RoPE tables", per_block(out, rows * c.op.attrs.head_dim * 8), "program"))
             d.bufs.append(cx.descriptors(out, vector.ROPE, 0))
             break
     return d
@@ -208,20 +214,22 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
         sr, sc = matrix_of(v.shape)
         if window is not None:
             sc = window[1] - window[0]
+        cg = lay.get("col_grain") or max(1, 4 // lay["elem"])  # inputs split columns where the output does
         if (sr, sc) == (rows, cols):
-            need = dict(lay, elem=v.dtype.itemsize, mem="any")
+            need = canonical(dict(lay, elem=v.dtype.itemsize, mem="any", col_grain=cg))
         elif k is OpKind.BROADCAST or sr == 1 or len(v.shape) == 1:
             if lay["replicas"] > 1 or not _contiguous(lay):
                 raise Invalid(f"{path}.output: a broadcast operand needs an unreplicated layout with contiguous groups")
             need = canonical(L(1, sc, 2, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
-                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"]))
+                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"], col_grain=cg))
         elif kind == "param" and lay["row_groups"] > 1 and sr * lay["row_groups"] == rows and lay["replicas"] == 1 \
                 and _contiguous(lay):
             gr, rs = lay["row_groups"], lay["row_stride"]
             need = canonical(L(sr, sc, v.dtype.itemsize, lay["pr"] // gr, lay["pc"], replicas=gr, start=lay["start"],
-                               row_stride=rs, col_stride=lay["col_stride"], rep_stride=lay["pr"] // gr * rs))
+                               row_stride=rs, col_stride=lay["col_stride"], rep_stride=lay["pr"] // gr * rs,
+                               col_grain=cg))
         elif kind == "param" and sr == rows and lay["replicas"] == 1 and _contiguous(lay):
-            need = dict(lay, elem=v.dtype.itemsize, mem="std", row_align=1, col_align=1)
+            need = canonical(dict(lay, elem=v.dtype.itemsize, mem="std", row_align=1, col_align=1, col_grain=cg))
         else:
             raise Invalid(f"{path}: input {i} of shape {tuple(v.shape)} cannot be combined with the output layout")
         if kind == "param":

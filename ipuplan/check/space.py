@@ -10,9 +10,10 @@ from functools import cached_property
 
 import numpy as np
 
+from ..codelets import vector
 from ..ir.graph import OpKind, Role
 from .exchange import Counts, grid_transfer, stream_transfer
-from .geometry import L, block_bytes, tile_bytes
+from .geometry import L, block_bytes, per_block, tile_bytes
 from .rules import Ctx, derive
 from .validate import Invalid, canonical
 
@@ -187,6 +188,7 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
         raise Invalid(f"{where}: the ops do not match the model's (missing {missing[:3]}, unknown {extra[:3]})")
     cx = Ctx(g, prog, index, target, batch)
     nsteps = prog.nsteps
+    carried = {res for _, res in prog.ties}
     for o in prog.ops:
         for i, choice in enumerate(candidates[o.key]):
             path = f"{where}.{o.key}" + (f"[{i}]" if len(candidates[o.key]) > 1 or where.endswith("candidates") else "")
@@ -199,6 +201,9 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
             span = {"compute": (o.c, o.c), "operand": (o.x, o.c), "program": (0, nsteps - 1)}
             for role, lay, life in d.bufs:
                 sp.add(lit, lay, *span[life], f"{o.key} ({role})")
+            if o.key in carried:  # between iterations one Copy vertex per block carries the result over
+                sp.add(lit, per_block(d.out, vector.COPY.descriptor_bytes(target)), 0, nsteps - 1,
+                       f"{o.key} (carry descriptors)")
             for counts in d.internal:
                 src, dst = d.internal_ends
                 sp.moved(lit, [counts], target, [(f"{o.key} ({src})", f"{o.key} ({dst})")])

@@ -47,7 +47,7 @@ def optional_equal(rec, key: str, path: str, want) -> None:
 
 
 GEOMETRY = ("pr", "pc", "replicas", "start", "row_stride", "col_stride", "rep_stride", "row_groups", "group_stride",
-            "row_align", "col_align")
+            "row_align", "col_align", "row_grain", "col_grain")
 
 
 def output_layout(rec, path: str, T: int, rows: int, cols: int, elem: int) -> dict:
@@ -69,7 +69,8 @@ def output_layout(rec, path: str, T: int, rows: int, cols: int, elem: int) -> di
            "row_stride": integer(lay, "row_stride", p, 0, T), "col_stride": integer(lay, "col_stride", p, 0, T),
            "rep_stride": integer(lay, "rep_stride", p, 0, T), "row_groups": integer(lay, "row_groups", p, 1, rows),
            "group_stride": integer(lay, "group_stride", p, 0, T), "row_align": integer(lay, "row_align", p, 1, 64),
-           "col_align": integer(lay, "col_align", p, 1, 64)}
+           "col_align": integer(lay, "col_align", p, 1, 64), "row_grain": integer(lay, "row_grain", p, 1, 4),
+           "col_grain": integer(lay, "col_grain", p, 0, 4)}
     g = out["row_groups"]
     if rows % g or out["pr"] % g:
         raise Invalid(f"{p}.row_groups: {g} is invalid with pr {out['pr']} on {rows} rows; valid: a divisor of both")
@@ -83,4 +84,6 @@ def canonical(lay: dict) -> dict:
     lay["row_stride"] = lay["row_stride"] or pc
     lay["rep_stride"] = lay["rep_stride"] or lay["pr"] * pc
     lay["group_stride"] = lay["group_stride"] or (lay["pr"] // lay["row_groups"]) * lay["row_stride"]
+    if lay.get("col_grain") == max(1, 4 // lay["elem"]):
+        lay["col_grain"] = 0  # the default grain, spelled one way
     return lay

@@ -20,8 +20,12 @@ from .gemm import cycles as gemm_cycles
 STREAM_PANEL = 64  # streaming attention: key panel rows (DESIGN §6)
 PAD = N_MULTIPLE
 MAX_SPLITS = 64  # key splits of one group (the merge tree has at most 6 rounds)
-STREAMING = Codelet("AttentionStreamingF16", 3072, ("q", "k", "v", "out", "scratch", "state"), params=6)
-MATERIALIZED = Codelet("AttentionMaterializedF16", 2048, ("q", "k", "v", "out", "scratch", "state"), params=6)
+# `scratch`: F16 probabilities and the F32 PV accumulator (AMP operands); `state`: F32 scores, running max and
+# denominator; `out`: the F16 output, or with key splits this tile's softmax state rows [acc(D), max, sum] F32
+STREAMING = Codelet("AttentionStreamingF16", 3072, ("q", "k", "v", "out", "scratch", "state"), params=6,
+                    interleaved=("q", "k", "v", "scratch"))
+MATERIALIZED = Codelet("AttentionMaterializedF16", 2048, ("q", "k", "v", "out", "scratch", "state"), params=6,
+                       interleaved=("q", "k", "v", "scratch"))
 MERGE = Codelet("SoftmaxStateMergeF32", 768, ("state", "received", "out"), params=4)
 SOFTMAX = VectorCost(6.0, 60)
 CAST = VectorCost(2.0, 40)

@@ -12,13 +12,15 @@ from ..target import Target
 class Codelet:
     """A per-tile kernel. `fields` are the vertex's pointer fields, `params` its shape/scalar words; both are
     descriptor words the supervisor reads. `code_bytes` is an estimate of the linked machine code. `apart`:
-    pairs of fields the hardware requires in different memory elements (placement honours them)."""
+    pairs of fields the hardware requires in different memory elements (placement honours them);
+    `interleaved`: fields the AMP streams, which must lie in region 1."""
 
     name: str
     code_bytes: int
     fields: tuple[str, ...]
     params: int = 0
     apart: tuple[tuple[str, str], ...] = ()
+    interleaved: tuple[str, ...] = ()  # fields that must lie in interleaved memory (AMP operands and outputs)
 
     def descriptor_bytes(self, target: Target) -> int:
         return 4 * (target.vertex_words + len(self.fields) + self.params)

@@ -23,8 +23,10 @@ N_MULTIPLE = 16
 CALL_CYCLES = 60  # estimate: AMP setup per call (coefficient load, accumulator clear)
 
 # IPU21: the AMP's output may not share a memory element with its left operand stream (ipu-stack placement)
-GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),)),
-        True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),))}
+GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),),
+                          interleaved=("x", "w", "out")),
+        True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),),
+                         interleaved=("x", "w", "out"))}
 REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias"), params=4)
 REDUCE_COST = VectorCost(1.5, 40)
 

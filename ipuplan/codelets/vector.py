@@ -9,13 +9,17 @@ from __future__ import annotations
 from ..target import Target
 from .base import Codelet, VectorCost
 
-LAYERNORM = Codelet("LayerNormF16", 1024, ("x", "gamma", "beta", "out", "stats"), params=3)
-LAYERNORM_STATS = Codelet("LayerNormStatsF16", 512, ("x", "stats"), params=2)
+# `scratch`: the six workers' F32 partial sums; with column blocks (cross-tile statistics) `partial` holds this
+# tile's per-row sums and `received` the other blocks' (LAYERNORM_STATS writes `partial` first)
+LAYERNORM = Codelet("LayerNormF16", 1024, ("x", "gamma", "beta", "out", "scratch", "partial", "received"),
+                    params=3)
+LAYERNORM_STATS = Codelet("LayerNormStatsF16", 512, ("x", "partial"), params=2)
 ADD = Codelet("AddF16", 512, ("a", "b", "out"), params=3)
 GELU = Codelet("GeluF16", 768, ("x", "out"), params=2)
 CAST = Codelet("CastF16ToF8", 512, ("x", "out"), params=3)
 COPY = Codelet("Copy", 256, ("src", "dst"), params=2)
-ROPE = Codelet("RopeF16", 512, ("x", "sin", "cos"), params=3)
+# params: first flat row, tokens per image, unrotated prefix tokens, first column, q and k column windows
+ROPE = Codelet("RopeF16", 512, ("x", "sin", "cos"), params=8)
 
 COST = {
     "add": VectorCost(1.5, 40),  # two loads + one store per vector

@@ -83,17 +83,22 @@ class Layout:
     mem: MemClass = MemClass.STANDARD
     row_align: int = 1
     col_align: int = 1
+    row_grain: int = 1  # row blocks split at multiples of it (a GEMM's w rows follow x's word-grain k split)
+    col_grain: int = 0  # column blocks split at multiples of it; 0: a word's worth of elements (F32 partials
+    #                     follow their F16 output's split)
 
     def __post_init__(self):
         if min(self.rows, self.cols, self.elem, self.pr, self.pc, self.replicas, self.row_groups,
-               self.row_align, self.col_align) < 1:
+               self.row_align, self.col_align, self.row_grain) < 1:
             raise ValueError(f"degenerate layout {self}")
-        if not self.flat and (self.pr > self.rows or self.pc > -(-self.cols // grain(self.elem))):
+        if not self.flat and (self.pr > -(-self.rows // self.row_grain) or self.pc > -(-self.cols // self.cgrain)):
             raise ValueError(f"more blocks than items in {self}")
         if self.flat and self.pc != 1:
             raise ValueError("a flat layout has one column of chunks")
         if self.rows % self.row_groups or self.pr % self.row_groups:
             raise ValueError(f"row groups do not divide rows and row blocks in {self}")
+        if self.col_grain == grain(self.elem):
+            object.__setattr__(self, "col_grain", 0)  # the default grain, spelled one way
         # canonical strides: a default (0) is resolved, so equal geometry means equal layouts
         if not self.row_stride:
             object.__setattr__(self, "row_stride", self.pc)
@@ -153,10 +158,14 @@ class Layout:
 
     def row_sizes(self) -> np.ndarray:
         g = self.row_groups
-        return np.tile(balanced(self.rows // g, self.pr // g), g)
+        return np.tile(balanced_grains(self.rows // g, self.pr // g, self.row_grain), g)
+
+    @property
+    def cgrain(self) -> int:
+        return self.col_grain or grain(self.elem)
 
     def col_sizes(self) -> np.ndarray:
-        return balanced_grains(self.cols, self.pc, grain(self.elem))
+        return balanced_grains(self.cols, self.pc, self.cgrain)
 
     def row_bounds(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.row_sizes())])

@@ -74,6 +74,7 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
     result, placed, used = _solve_placed(graph, target, job.options, report)
+    result.placement = placed
     job = dataclasses.replace(job, options=dataclasses.replace(used, cuts=()))  # the headroom actually kept
     doc = header(job, spec, target, result)
     doc["strategy"] = job.options.strategy

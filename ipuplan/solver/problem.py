@@ -14,6 +14,7 @@ from ..catalogue.schedule import Schedule, build_schedule
 from ..catalogue.transport import home_layout, relay_layout
 from ..ir.graph import Graph
 from ..layout import ColumnWindow, Layout, MemClass, Transfer, transfers
+from ..layout.geometry import per_block
 from ..layout.transfer import stream_transfer
 from ..target import Target
 
@@ -223,6 +224,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
 
     span = {Life.COMPUTE: lambda s: (s.cstep, s.cstep), Life.OPERAND: lambda s: (s.xstep, s.cstep),
             Life.PROGRAM: lambda s: (0, last_step)}
+    carried = {res for _, res in sched.ties}
     for sop in sched.ops:
         buf = sched.buffers[sop.out_key]
         constant += sop.trips * (target.compute_set_cycles + target.exchange_sync_cycles)
@@ -233,6 +235,9 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
             add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
             for b in im.bufs:
                 add(lit, b.layout, *span[b.life](sop), f"{sop.key} ({b.role})")
+            if sop.key in carried:  # between iterations one Copy vertex per block carries the result over
+                add(lit, per_block(im.out, cl.vector.COPY.descriptor_bytes(target)), 0, last_step,
+                    f"{sop.key} (carry descriptors)")
             for idx, need in im.needs.items():
                 ref = dict(sop.reads)[idx]
                 if ref.kind == "act" and ref.key in sched.buffers and not sched.buffers[ref.key].producer:

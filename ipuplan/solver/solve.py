@@ -83,6 +83,7 @@ class SolveResult:
     reason: str = ""  # why UNKNOWN
     machine: dict | None = None
     chosen: set = field(default_factory=set)  # the FIT plan's literals
+    placement: object = None  # the FIT plan's placement on every tile (backend.placement.tiles.PlanPlacement)
 
 
 def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False,

@@ -47,6 +47,7 @@ class _Row:
     last: int
     mem: MemClass
     lit: tuple | None  # the literal that allocates it (None: support)
+    contrib: object = None  # the planning problem's Contribution (None: the exchange tables)
 
 
 def _unique(names: list[str]) -> list[str]:
@@ -63,7 +64,7 @@ def _rows(p, chosen: set) -> list[_Row]:
     T, last = p.target.tiles, len(p.steps) - 1
     cbs = [cb for cb in p.contribs if cb.lit in chosen]
     names = _unique([cb.what for cb in cbs])
-    rows = [_Row(n, p.vectors[cb.vec], cb.first, cb.last, cb.mem, cb.lit) for n, cb in zip(names, cbs)]
+    rows = [_Row(n, p.vectors[cb.vec], cb.first, cb.last, cb.mem, cb.lit, cb) for n, cb in zip(names, cbs)]
     a = p.acct
     tables = np.zeros(T, np.int64)
     for x in p.xcontribs:
@@ -72,6 +73,11 @@ def _rows(p, chosen: set) -> list[_Row]:
     if a.tables_in_memory:
         rows.append(_Row("exchange tables", a.table_alloc(tables), 0, last, MemClass.STANDARD, None))
     return rows
+
+
+def data_rows(p, chosen: set) -> list[tuple[str, object]]:
+    """(placement name, Contribution) of every data buffer the chosen literals allocate, in request order."""
+    return [(r.name, r.contrib) for r in _rows(p, chosen) if r.contrib is not None]
 
 
 def _left_operand(p, chosen: set, op: str) -> str | None:

@@ -1,0 +1,273 @@
+"""What each codelet must read and what it writes, symbolically: the checker's own statement of every
+kernel's meaning on tagged memory (it shares nothing with the backend that emitted the vertices).
+
+A rule sees a group of equally shaped vertices of one compute set and its op (from the IR). It reads each
+input field's tags, requires the tensor and iteration the op's input is (through its window), derives which
+rows and columns the vertex works on from those tags, checks the fields agree (the same k range in x and
+w, the same image in q and k, every key or k-slice covered exactly once before an output is final), and
+writes the tags of what it produces."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .tags import pack, unpack
+
+GRAIN = {4: 1, 2: 2, 1: 4}  # elements per word by element size
+
+
+class ReplayError(Exception):
+    """A package whose program does not compute the model: the first wrong read, named."""
+
+
+def expect(g, field: str, idx: int, rows: int | None = None):
+    """(rows [V, R], first column of each word [V, R, W], decoded tags) of op input `idx` read through
+    `field`; every word written, of the input's tensor and iteration, rows whole across the field."""
+    tags = g.read(field, rows)
+    d = unpack(tags)
+    tid, gen, c0, cols = g.op.input(idx)
+    cat = g.op.inputs[idx][6]
+    if cat is None:
+        ok = d.valid & (d.tensor == tid) & (d.gen == gen)
+        g.require(ok, field, lambda v: g.describe(tags[v], f"{g.tensors.name(tid)} iteration {gen}"))
+        r, c = d.elem // cols, d.elem % cols - c0
+    else:  # rows of a concatenation's inputs, renumbered as its rows
+        total, parts = cat
+        r, c = d.elem // cols, d.elem % cols
+        ok = np.zeros(d.elem.shape, bool)
+        out = np.zeros_like(r)
+        for t, gn, n, off in parts:
+            m = d.valid & (d.tensor == t) & (d.gen == gn)
+            ok |= m
+            out = np.where(m, (r // n) * total + off + r % n, out)
+        g.require(ok, field, lambda v: g.describe(tags[v], f"the inputs of {g.tensors.name(tid)}"))
+        r = out
+    g.require(r == r[:, :, :1], field, lambda v: "a row of the field mixes tensor rows")
+    return r[:, :, 0], c, d
+
+
+def contiguous(g, field: str, c: np.ndarray, grain: int) -> np.ndarray:
+    """First column of each vertex's field; columns advance by `grain` per word and repeat on every row."""
+    step = c[:, :1, :1] + np.arange(c.shape[2])[None, None, :] * grain
+    g.require(c == step, field, lambda v: f"columns {c[v, 0, :4].tolist()}... are not consecutive")
+    return c[:, 0, 0]
+
+
+def out_tags(tensor: int, gen: int, code, rows: np.ndarray, cols: int, col0, n: int, esize: int) -> np.ndarray:
+    """[V, R, W] tags of rows `rows` [V, R], columns col0 .. col0 + n of a [., cols] tensor of esize-byte items."""
+    q = np.arange(0, n, GRAIN[esize])
+    e = rows[:, :, None] * cols + np.asarray(col0).reshape(-1, 1, 1) + q[None, None, :]
+    return pack(tensor, gen, np.broadcast_to(np.asarray(code).reshape(-1, 1, 1), e.shape), e)
+
+
+def gemm(g) -> None:
+    op = g.op
+    ex, ew = op.esize(0), op.esize(1)
+    xr, xc, _ = expect(g, "x", 0)
+    k0 = contiguous(g, "x", xc, GRAIN[ex])
+    kx = g.nbytes("x") // ex
+    wr, wc, _ = expect(g, "w", 1)
+    g.require(wr == (k0[:, None] + np.arange(wr.shape[1])), "w", lambda v: "w rows are not x's k range")
+    g.require(np.full(len(k0), wr.shape[1] == kx)[:, None, None], "w", lambda v: f"w has {wr.shape[1]} rows, x {kx} columns")
+    n0 = contiguous(g, "w", wc, GRAIN[ew])
+    n = g.nbytes("w") // ew
+    partial = g.params[:, 1]
+    g.require((partial == partial[0])[:, None, None], "out", lambda v: "mixed partial and final vertices")
+    K, N = op.k, op.n
+    if partial[0] == 0:
+        g.require((k0 == 0)[:, None, None] & (kx == K), "x", lambda v: f"reads k [{k0[v]}, +{kx}) of {K}: not all of k")
+        if op.bias:
+            _bias(g, n0, n)
+        g.write("out", out_tags(op.out, op.gen, 0, xr, N, n0, n, 2))
+    else:
+        code = op.interval("k", k0, k0 + kx)
+        g.write("out", out_tags(op.partial, op.gen, code, xr, N, n0, n, 4))
+
+
+def _bias(g, n0, n) -> None:
+    if not g.used("bias").all():
+        g.require(g.used("bias")[:, None, None], "bias", lambda v: "the op's bias is not read")
+    br, bc, _ = expect(g, "bias", 2)
+    b0 = contiguous(g, "bias", bc, 2)
+    g.require((b0 == n0)[:, None, None] & (g.nbytes("bias") // 2 == n), "bias", lambda v: "bias columns differ from w's")
+
+
+def _partial_pair(g, f1: str, f2: str, tensor: int, kind: str):
+    """Two fields holding the same elements of `tensor` over adjacent intervals: (decoded first, lo, hi)."""
+    t1, t2 = g.read(f1), g.read(f2)
+    d1, d2 = unpack(t1), unpack(t2)
+    for f, t, d in ((f1, t1, d1), (f2, t2, d2)):
+        g.require(d.valid & (d.tensor == tensor) & (d.gen == g.op.gen), f,
+                  lambda v, t=t: g.describe(t[v], f"{g.tensors.name(tensor)} iteration {g.op.gen}"))
+    g.require(d1.elem == d2.elem, f2, lambda v: "holds other elements than " + f1)
+    lo1, hi1 = g.op.bounds(kind, d1.code[:, 0, 0])
+    lo2, hi2 = g.op.bounds(kind, d2.code[:, 0, 0])
+    g.require((d1.code == d1.code[:, :1, :1]) & (d2.code == d2.code[:, :1, :1]), f1, lambda v: "mixed intervals")
+    g.require((hi1 == lo2)[:, None, None], f2, lambda v: f"{kind} intervals [{lo1[v]}, {hi1[v]}) and [{lo2[v]}, {hi2[v]}) "
+              "are not adjacent")
+    return d1, lo1, hi2
+
+
+def reduce(g) -> None:
+    op = g.op
+    d, lo, hi = _partial_pair(g, "partials", "received", op.partial, "k")
+    rows, cols = d.elem // op.n, d.elem % op.n
+    if g.params[0, 0]:
+        g.require(((lo == 0) & (hi == op.k))[:, None, None], "partials", lambda v: f"the last round sums k [{lo[v]}, "
+                  f"{hi[v]}) of {op.k}")
+        n0, n = cols[:, 0, 0], cols.shape[2]
+        if op.bias:
+            _bias(g, n0, n)
+        g.write("out", out_tags(op.out, op.gen, 0, rows[:, :, 0], op.n, n0, n, 2))
+    else:
+        g.write("out", pack(op.partial, op.gen, np.broadcast_to(op.interval("k", lo, hi)[:, None, None], d.elem.shape),
+                            d.elem))
+
+
+def unary(g) -> None:
+    """GELU, casts, broadcasts: out[r, c] = f(x[r mod rows(x), c])."""
+    op = g.op
+    src, dst = g.fields[0], g.fields[1]
+    xr, xc, _ = expect(g, src, 0)
+    c0 = contiguous(g, src, xc, GRAIN[op.esize(0)])
+    n = g.nbytes(src) // op.esize(0)
+    R = g.rows(dst)
+    if op.kind == "broadcast":  # the output rows the block holds: any rows read the same input row
+        rows = g.params[:, 1][:, None] + np.arange(R)[None, :]
+        g.require((xr[:, :1] == rows[:, :1] % op.in_rows(0))[:, :, None], src, lambda v: "reads the wrong row")
+    else:
+        rows = xr
+        g.require(np.full((len(xr), 1, 1), R == xr.shape[1]), dst, lambda v: "writes other rows than it reads")
+    g.require(np.full((len(xr), 1, 1), g.nbytes(dst) // op.out_esize == n), dst, lambda v: "writes other columns")
+    g.write(dst, out_tags(op.out, op.gen, 0, rows, op.n, c0, n, op.out_esize))
+
+
+def add(g) -> None:
+    op = g.op
+    ar, ac, _ = expect(g, "a", 0)
+    br, bc, _ = expect(g, "b", 1)
+    c0 = contiguous(g, "a", ac, 2)
+    g.require(bc[:, :1, :] == ac[:, :1, :], "b", lambda v: "b's columns differ from a's")
+    want = ar % op.in_rows(1)
+    got = br if br.shape[1] == ar.shape[1] else np.broadcast_to(br[:, :1], ar.shape)
+    g.require((got == want)[:, :, None], "b", lambda v: "b's rows do not match a's")
+    g.write("out", out_tags(op.out, op.gen, 0, ar, op.n, c0, g.nbytes("a") // 2, 2))
+
+
+def layernorm_stats(g) -> None:
+    op = g.op
+    xr, xc, _ = expect(g, "x", 0)
+    c0 = contiguous(g, "x", xc, 2)
+    n = g.nbytes("x") // 2
+    code = op.interval("c", c0, c0 + n)
+    R = xr.shape[1]
+    e = xr[:, :, None] * 2 + np.arange(2)[None, None, :]
+    g.write_words("partial", pack(op.stats, op.gen, np.broadcast_to(code[:, None, None], e.shape), e).reshape(len(e), -1))
+
+
+def layernorm(g) -> None:
+    op = g.op
+    xr, xc, _ = expect(g, "x", 0)
+    c0 = contiguous(g, "x", xc, 2)
+    n = g.nbytes("x") // 2
+    for f, i in (("gamma", 1), ("beta", 2)):
+        _, pc, _ = expect(g, f, i)
+        g.require(pc[:, :1, :] == xc[:, :1, :], f, lambda v: f"{f} columns differ from x's")
+    C = op.n
+    R = xr.shape[1]
+    if g.params[0, 2] <= 1:
+        g.require(((c0 == 0) & (n == C))[:, None, None], "x", lambda v: "normalizes a row it does not hold whole")
+    else:
+        want = (xr[:, :, None] * 2 + np.arange(2)).reshape(len(xr), -1)
+        parts = [g.read_words("partial", 2 * R)]
+        slots = g.params[0, 2] - 1
+        slot = g.nbytes("received") // 4 // slots
+        rec = g.read_words("received", slot * slots).reshape(len(xr), slots, slot)[:, :, :2 * R]
+        parts += [rec[:, s] for s in range(slots)]
+        spans = []
+        for t in parts:
+            d = unpack(t)
+            g.require((d.valid & (d.tensor == op.stats) & (d.gen == op.gen) & (d.elem == want))[:, :, None],
+                      "received", lambda v: "statistics of other rows, or never written")
+            spans.append(op.bounds("c", d.code[:, 0]))
+        lo = np.stack([s[0] for s in spans], 1)
+        hi = np.stack([s[1] for s in spans], 1)
+        o = np.argsort(lo, 1)
+        lo, hi = np.take_along_axis(lo, o, 1), np.take_along_axis(hi, o, 1)
+        ok = (lo[:, 0] == 0) & (hi[:, -1] == C) & (lo[:, 1:] == hi[:, :-1]).all(1)
+        g.require(ok[:, None, None], "received", lambda v: "the statistics do not cover the row's columns once")
+    g.scratch("scratch")
+    g.write("out", out_tags(op.out, op.gen, 0, xr, C, c0, n, 2))
+
+
+def attention(g) -> None:
+    op = g.op
+    D, S, Sk, H = op.head_dim, op.sq, op.sk, op.heads
+    qr, qc, qd = expect(g, "q", 0)
+    kr, kc, kd = expect(g, "k", 1)
+    vr, vc, vd = expect(g, "v", 2)
+    h = contiguous(g, "q", qc, 2) // D
+    for f, c in (("q", qc), ("k", kc), ("v", vc)):
+        g.require((c[:, 0, :1] == (h * D)[:, None])[:, :, None] & np.full((len(h), 1, 1), c.shape[2] * 2 == D), f,
+                  lambda v, f=f: f"{f} is not head {h[v]}'s {D} columns")
+        contiguous(g, f, c, 2)
+    if op.rope:
+        g.require(qd.code == 1, "q", lambda v: "q is not RoPE-rotated")
+        g.require(kd.code == 1, "k", lambda v: "k is not RoPE-rotated")
+    g.require(vd.code == 0, "v", lambda v: "v is rotated")
+    b = qr[:, 0] // S
+    g.require(((qr // S) == b[:, None])[:, :, None], "q", lambda v: "q rows span two images")
+    t0 = kr[:, 0] - b * Sk
+    g.require((kr == kr[:, :1] + np.arange(kr.shape[1]))[:, :, None] & ((kr[:, :1] // Sk) == b[:, None])[:, :, None],
+              "k", lambda v: "keys are not consecutive rows of the query's image")
+    g.require((vr == kr)[:, :, None], "v", lambda v: "v rows differ from k rows")
+    g.scratch("scratch")
+    g.scratch("state")
+    Rk = kr.shape[1]
+    if g.params[0, 2] == 0:
+        g.require(((t0 == 0) & (Rk == Sk))[:, None, None], "k", lambda v: f"reads keys [{t0[v]}, +{Rk}) of {Sk}")
+        g.write("out", out_tags(op.out, op.gen, 0, qr, H * D, h * D, D, 2))
+    else:
+        code = op.interval("s", t0, t0 + Rk)
+        g.write("out", out_tags(op.state, op.gen, code, qr, H * (D + 2), h * (D + 2), D + 2, 4))
+
+
+def merge(g) -> None:
+    op = g.op
+    D, H = op.head_dim, op.heads
+    d, lo, hi = _partial_pair(g, "state", "received", op.state, "s")
+    if g.params[0, 0]:
+        g.require(((lo == 0) & (hi == op.sk))[:, None, None], "state", lambda v: f"merges keys [{lo[v]}, {hi[v]})")
+        w = H * (D + 2)
+        rows, h = d.elem[:, :, 0] // w, (d.elem[:, 0, 0] % w) // (D + 2)
+        g.write("out", out_tags(op.out, op.gen, 0, rows, H * D, h * D, D, 2))
+    else:
+        g.write("out", pack(op.state, op.gen, np.broadcast_to(op.interval("s", lo, hi)[:, None, None], d.elem.shape),
+                            d.elem))
+
+
+def rope(g) -> None:
+    op = g.op
+    xt = g.read("x")
+    d = unpack(xt)
+    g.require(d.valid & (d.tensor == op.out) & (d.gen == op.gen) & (d.code == 0), "x",
+              lambda v: g.describe(xt[v], f"{g.tensors.name(op.out)} iteration {op.gen}, not yet rotated"))
+    rows, cols = d.elem[:, :, 0] // op.n, d.elem % op.n
+    S, prefix, D = g.params[:, 1], g.params[:, 2], op.rope_dim
+    t = rows % S[:, None]
+    for f, tid in (("sin", op.rope_tables[0]), ("cos", op.rope_tables[1])):
+        st = unpack(g.read(f))
+        want = (t - prefix[:, None])[:, :, None] * D + np.arange(D)[None, None, :]
+        need = (t >= prefix[:, None])[:, :, None]
+        g.require(~need | (st.valid & (st.tensor == tid) & (st.elem == want)), f,
+                  lambda v, f=f: f"the {f} table rows are not the rows' token positions")
+    p = g.params
+    inwin = ((cols >= p[:, 4, None, None]) & (cols < p[:, 5, None, None])) | \
+        ((cols >= p[:, 6, None, None]) & (cols < p[:, 7, None, None]))
+    g.write("x", np.where(inwin, pack(d.tensor, d.gen, 1, d.elem), xt))
+
+
+RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
+         "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
+         "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
+         "SoftmaxStateMergeF32": merge, "RopeF16": rope}

@@ -1,0 +1,79 @@
+"""The backend commands: `build` (solve, place, lower, package) and `export` (ipu-stack interchange)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli import _batch, _print_verdict, _solve_option_ranges, _target_path, app, err, out
+from .errors import InputError
+
+
+@app.command()
+def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.yaml"),
+          batch: int = typer.Option(1, "--batch", "-b", help="images per batch"),
+          layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
+          target: Optional[str] = typer.Option(None, "--target", help="target YAML (default targets/c600.yaml)"),
+          time_limit: float = typer.Option(600.0, "--time-limit", help="wall-clock seconds for the solve"),
+          effort: float = typer.Option(120.0, "--effort", help="deterministic seconds of search"),
+          seed: int = typer.Option(0, "--seed", help="solver seed"),
+          headroom: int = typer.Option(0, "--headroom", help="bytes per tile left free on top of the plan"),
+          no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relays"),
+          table_budget: Optional[int] = typer.Option(None, "--exchange-table-budget",
+                                                     help="exchange table bytes per tile"),
+          output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
+          as_json: bool = typer.Option(False, "--json", help="print the build summary as JSON")) -> None:
+    """Solve, place and lower MODEL into DIR/model.ipupkg (exit 0), or report why not (1 INFEASIBLE, 3 UNKNOWN)."""
+    from .package.build import run_build
+    from .solver.driver import Job
+    from .solver.solve import SolveOptions
+
+    out_dir = Path(output or f"out/{Path(model).stem}-b{batch}")
+    if time_limit <= 0 or effort <= 0:
+        raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
+    tpath = _target_path(target)
+    _solve_option_ranges(tpath, None, table_budget, headroom)
+    job = Job(model, tpath, _batch(batch), layers,
+              options=SolveOptions(batch=batch, time_limit=time_limit, effort=effort, seed=seed, relays=not no_relay,
+                                   table_budget=table_budget, headroom=headroom, explain=False))
+    report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
+    result, doc, summary = run_build(job, out_dir, report)
+    if as_json:
+        print(json.dumps({"verdict": doc["verdict"], "package": summary}, indent=1))
+    else:
+        _print_verdict(doc, out_dir)
+        if summary:
+            s = summary["seconds"]
+            out.print(f"[bold green]BUILT[/] {summary['file']}: {summary['bytes'] / 2**20:.2f} MiB, {summary['steps']} "
+                      f"steps, {summary['vertices']:,} vertices, {summary['runs']:,} exchange runs; solve and place "
+                      f"{s['solve_and_place']:.1f} s, lower {s['lower']:.1f} s, write {s['write']:.1f} s, validate "
+                      f"{s['read_and_validate']:.1f} s")
+    raise typer.Exit(result.verdict.exit_code)
+
+
+@app.command()
+def export(directory: str = typer.Argument(..., help="a build directory (DIR/model.ipupkg) or a package"),
+           exchange_snapshot: bool = typer.Option(False, "--exchange-snapshot",
+                                                  help="every exchange phase as ipu-stack ExchangeScheduleSnapshot v4"),
+           output: Optional[str] = typer.Option(None, "-o", "--output",
+                                                help="file (default DIR/exchange-snapshot.json)")) -> None:
+    """Write the package's exchanges in another toolchain's format."""
+    from .package.io import read_package
+    from .package.snapshot import snapshot
+    from .package.validate import validate
+
+    if not exchange_snapshot:
+        raise InputError("export", None, "no format chosen", "valid: --exchange-snapshot")
+    d = Path(directory)
+    pkg = d if d.suffix == ".ipupkg" else d / "model.ipupkg"
+    prog, m = read_package(pkg)
+    validate(prog, m, pkg)
+    snap = snapshot(prog)
+    dest = Path(output or pkg.parent / "exchange-snapshot.json")
+    dest.write_text(json.dumps(snap, separators=(",", ":")))
+    runs = sum(len(p["transfers"]) for p in snap["phases"])
+    out.print(f"wrote {dest}: schema_version {snap['schema_version']}, {snap['tile_count']} tiles, "
+              f"{len(snap['phases'])} phases, {runs:,} transfers")

@@ -1,0 +1,1 @@
+"""model.ipupkg: the lowered program written as one checksummed file, read back and validated."""

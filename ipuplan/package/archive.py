@@ -1,0 +1,115 @@
+"""model.ipupkg as bytes: a zip of `manifest.json` and numpy arrays (`.npy`, deflated), every member's
+sha256 in the manifest and the manifest's own digest in `digest.txt` (the whole: it covers every member
+through their digests). Reading checks the format, every member's digest and the whole before anything
+is parsed further, and names the first violation."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from ..formats import canonical
+
+FORMAT = "ipuplan-package/1"
+MANIFEST = "manifest.json"
+DIGEST = "digest.txt"
+
+
+class PackageError(InputError):
+    """A package that is not what it claims: unreadable, altered, or violating the target (exit code 2)."""
+
+    def __init__(self, path, problem: str):
+        super().__init__(str(path), None, problem)
+
+
+def _small(a: np.ndarray) -> np.ndarray:
+    """Integers in the narrowest of int8/16/32/64 that holds them (load speed and size)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu" or a.size == 0:
+        return a
+    lo, hi = int(a.min()), int(a.max())
+    for t in (np.int8, np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return a.astype(t)
+    return a.astype(np.int64)
+
+
+def write_archive(path: Path, manifest: dict, arrays: dict[str, np.ndarray]) -> int:
+    """Write the package; returns its size in bytes."""
+    members = {}
+    blobs = {}
+    for name, a in arrays.items():
+        buf = io.BytesIO()
+        np.save(buf, _small(a), allow_pickle=False)
+        blobs[name] = buf.getvalue()
+        members[name] = hashlib.sha256(blobs[name]).hexdigest()
+    man = dict(manifest, format=FORMAT, members=members)
+    raw = canonical(man)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr(MANIFEST, raw)
+        for name, blob in blobs.items():
+            z.writestr(name, blob)
+        z.writestr(DIGEST, hashlib.sha256(raw).hexdigest())
+    tmp.replace(path)
+    return path.stat().st_size
+
+
+class Archive:
+    """A read, digest-checked package: `manifest` and `array(name)` (int64 for integers)."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        try:
+            self.zip = zipfile.ZipFile(self.path)
+            names = set(self.zip.namelist())
+            if MANIFEST not in names or DIGEST not in names:
+                raise PackageError(self.path, f"not an ipuplan package (no {MANIFEST} or {DIGEST})")
+            raw = self.zip.read(MANIFEST)
+            whole = self.zip.read(DIGEST).decode(errors="replace").strip()
+        except FileNotFoundError:
+            raise PackageError(self.path, "no such file") from None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as e:
+            raise PackageError(self.path, f"not a readable package ({e}); truncated or corrupted") from None
+        if hashlib.sha256(raw).hexdigest() != whole:
+            raise PackageError(self.path, "the manifest does not match the package digest")
+        try:
+            self.manifest = json.loads(raw)
+        except ValueError as e:
+            raise PackageError(self.path, f"manifest is not JSON ({e})") from None
+        if self.manifest.get("format") != FORMAT:
+            raise PackageError(self.path, f"format {self.manifest.get('format')!r} is not {FORMAT}")
+        missing = sorted(set(self.manifest["members"]) - names)
+        if missing:
+            raise PackageError(self.path, f"member {missing[0]} is missing")
+        self._cache: dict[str, np.ndarray] = {}
+
+    def array(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            if name not in self.manifest["members"]:
+                raise PackageError(self.path, f"member {name} is not in the manifest")
+            try:
+                blob = self.zip.read(name)
+            except (zipfile.BadZipFile, OSError, EOFError, KeyError, zlib.error) as e:
+                raise PackageError(self.path, f"member {name} is unreadable ({e})") from None
+            if hashlib.sha256(blob).hexdigest() != self.manifest["members"][name]:
+                raise PackageError(self.path, f"member {name} does not match its digest")
+            try:
+                a = np.load(io.BytesIO(blob), allow_pickle=False)
+            except ValueError as e:
+                raise PackageError(self.path, f"member {name} is not a numpy array ({e})") from None
+            self._cache[name] = a.astype(np.int64) if a.dtype.kind in "iu" else a
+        return self._cache[name]
+
+    def verify_all(self) -> None:
+        """Every member against its digest (reading a member checks it too)."""
+        for name in self.manifest["members"]:
+            self.array(name)

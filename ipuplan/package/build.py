@@ -1,0 +1,50 @@
+"""The `build` job: solve and place (the `solve` job), lower, write DIR/model.ipupkg, read it back and
+validate it as any reader would."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from ..plan import sha256
+from ..solver.driver import Job, run_solve
+from ..solver.solve import Verdict
+from .io import read_package, write_package
+from .validate import validate
+
+PACKAGE = "model.ipupkg"
+
+
+def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = None):
+    """(solve result, plan document, build summary or None when the verdict is not FIT)."""
+    from ..backend.lower import lower
+    t0 = time.perf_counter()
+    result, doc = run_solve(job, out_dir, report)
+    (out_dir / PACKAGE).unlink(missing_ok=True)
+    if result.verdict is not Verdict.FIT:
+        return result, doc, None
+    t1 = time.perf_counter()
+    prog = lower(result.problem, result.chosen, result.placement)
+    t2 = time.perf_counter()
+    p = result.problem
+    header = {"model": doc["model"], "batch": doc["batch"], "layers": doc["layers"], "precision": doc["precision"],
+              "fuse_qkv": doc["fuse_qkv"],
+              "inputs": doc["inputs"], "plan": {"file": "plan.json", "sha256": sha256(out_dir / "plan.json")},
+              "placement": {"file": "placement.json", "sha256": sha256(out_dir / "placement.json")},
+              "body": prog.info["body"], "modeled_cycles": doc.get("cycles", {}).get("total")}
+    path = out_dir / PACKAGE
+    size = write_package(path, prog, p.target, header)
+    t3 = time.perf_counter()
+    back, manifest = read_package(path)
+    counts = validate(back, manifest, path)
+    t4 = time.perf_counter()
+    summary = {"file": str(path), "bytes": size, "steps": len(prog.steps), **counts,
+               "seconds": {"solve_and_place": round(t1 - t0, 2), "lower": round(t2 - t1, 2),
+                           "write": round(t3 - t2, 2), "read_and_validate": round(t4 - t3, 2),
+                           "total": round(t4 - t0, 2)}}
+    if report:
+        report(f"package: {size / 2**20:.1f} MiB, {len(prog.steps)} steps, {counts['vertices']:,} vertices, "
+               f"{counts['runs']:,} exchange runs; lowered in {t2 - t1:.1f} s, written in {t3 - t2:.1f} s, "
+               f"validated in {t4 - t3:.1f} s")
+    return result, doc, summary

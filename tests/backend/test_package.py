@@ -1,0 +1,163 @@
+"""Lowering and the package: vit-small built, validated and replayed; the exchange tables the runs encode stay
+within what the plan accounted; every corruption (a flipped byte, a truncated file, an address edited with the
+checksums recomputed, a missing binding) is rejected with a named error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from ipuplan.check.package import check_package
+from ipuplan.package.archive import Archive, PackageError, write_archive
+from ipuplan.package.io import read_package
+from ipuplan.package.validate import validate
+from tests.conftest import MODELS, ROOT
+from tests.tests_helpers import run_main
+
+SMALL = ROOT / "targets" / "small64.yaml"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vsb")
+    assert run_main("build", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "2", "-o", d) == 0
+    return d
+
+
+def _rewrite(src, dst, edit):
+    """Copy a package with `edit(manifest, arrays)` applied and every checksum recomputed."""
+    ar = Archive(src)
+    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
+    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
+    edit(man, arrays)
+    write_archive(dst, man, arrays)
+    return dst
+
+
+def _check(path):
+    prog, m = read_package(path)
+    validate(prog, m, path)
+    return check_package(path)
+
+
+def test_build_validates_and_replays(built, cli):
+    r = cli("check", built / "model.ipupkg")
+    assert r.code == 0, r.out
+    assert "PACKAGE CHECK PASSED" in r.out and "the output binding holds pooled" in r.out
+
+
+def test_lowered_tables_never_exceed_the_plan(built):
+    prog, m = read_package(built / "model.ipupkg")
+    low, acc = prog.tables, prog.info["accounted_tables"]
+    assert low.sum() > 0 and (low <= acc).all()
+
+
+def test_every_run_within_the_transfer_limit(built):
+    prog, _ = read_package(built / "model.ipupkg")
+    ex = [s for s in prog.steps if s.kind == "exchange"]
+    assert ex and all((s.nbytes <= 4148 * 4).all() and (s.nbytes % 4 == 0).all() for s in ex)
+
+
+def test_flipped_byte_is_rejected(built, tmp_path, cli):
+    data = bytearray((built / "model.ipupkg").read_bytes())
+    data[len(data) // 2] ^= 0x55
+    bad = tmp_path / "model.ipupkg"
+    bad.write_bytes(bytes(data))
+    r = cli("check", bad)
+    assert r.code == 2 and "model.ipupkg" in r.err
+
+
+def test_truncated_file_is_rejected(built, tmp_path, cli):
+    data = (built / "model.ipupkg").read_bytes()
+    bad = tmp_path / "model.ipupkg"
+    bad.write_bytes(data[: len(data) * 2 // 3])
+    r = cli("check", bad)
+    assert r.code == 2 and "truncated or corrupted" in r.err
+
+
+def _first_gemm(man):
+    for s in man["steps"]:
+        if s["kind"] == "compute" and s["vertices"][0]["codelet"].startswith("AmpGemm"):
+            return s
+    raise AssertionError("no GEMM compute set")
+
+
+def test_address_moved_out_of_its_buffer_fails_validation(built, tmp_path):
+    def edit(man, arrays):
+        s = _first_gemm(man)
+        a = arrays[f"{s['key']}/0/addr"].copy()
+        a[3, 2] += 1 << 16  # the output field of vertex 3, far past its buffer
+        arrays[f"{s['key']}/0/addr"] = a
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    with pytest.raises(PackageError, match=r"tile \d+ compute set \d+ .* vertex 3: field out .* is not inside a buffer"):
+        _check(bad)
+
+
+def test_operand_shifted_a_row_fails(built, tmp_path):
+    """x of one GEMM vertex read one row later: rejected by validation (outside its buffer) or by the replay."""
+    def edit(man, arrays):
+        s = _first_gemm(man)
+        a = arrays[f"{s['key']}/0/addr"].copy()
+        a[0, 0] += arrays[f"{s['key']}/0/pitch"][0, 0]
+        arrays[f"{s['key']}/0/addr"] = a
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    try:
+        ok, _, why = _check(bad)
+    except PackageError as e:
+        assert "vertex 0: field x" in str(e)
+        return
+    assert not ok and "replay" in why
+
+
+def test_compute_set_of_another_op_fails_the_replay(built, tmp_path):
+    """Addresses untouched, the compute set claims to be another op's: its reads are not that op's inputs."""
+    def edit(man, arrays):
+        gemms = [s for s in man["steps"] if s["kind"] == "compute" and s["name"] == "gemm" and "encoder/" in s["op"]]
+        gemms[0]["op"] = gemms[1]["op"]
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    ok, _, why = _check(bad)
+    assert not ok and "expected" in why
+
+
+def test_exchange_destination_shift_fails_the_replay(built, tmp_path):
+    def edit(man, arrays):
+        s = next(s for s in man["steps"] if s["kind"] == "exchange" and s["runs"] > 8)
+        d = arrays[f"{s['key']}/dst_addr"].copy()
+        n = arrays[f"{s['key']}/nbytes"]
+        j = int(np.argmax(n))
+        d[j, 0] += 4  # one word later: still inside the buffer, every element off by one word
+        arrays[f"{s['key']}/dst_addr"] = d
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    try:
+        ok, _, why = _check(bad)
+    except PackageError as e:
+        assert "destination" in str(e)
+        return
+    assert not ok and "replay" in why
+
+
+def test_missing_binding_is_named(built, tmp_path):
+    def edit(man, arrays):
+        man["bindings"] = [b for b in man["bindings"] if b["name"] != "layers.fc1.w"]
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    ok, _, why = _check(bad)
+    assert not ok and "never written" in why and "layers.fc1.w" in why
+
+
+def test_export_writes_an_exchange_snapshot(built, tmp_path, cli):
+    d = tmp_path / "b"
+    shutil.copytree(built, d)
+    r = cli("export", d, "--exchange-snapshot")
+    assert r.code == 0, r.err
+    snap = json.loads((d / "exchange-snapshot.json").read_text())
+    prog, _ = read_package(d / "model.ipupkg")
+    ex = [s for s in prog.steps if s.kind == "exchange"]
+    assert snap["schema_version"] == 4 and snap["tile_count"] == 64 and len(snap["phases"]) == len(ex)
+    t = snap["phases"][0]["transfers"][0]
+    assert set(t) == {"source", "source_addresses", "destinations", "words", "width"} and t["width"] == "Word32"
+    assert sum(len(p["transfers"]) for p in snap["phases"]) == sum(len(s) for s in ex)
+    moving = [t for p in snap["phases"] for t in p["transfers"] if len(t["source_addresses"]) > 1]
+    assert all(len(t["source_addresses"]) == prog.count for t in moving)
