@@ -82,7 +82,10 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
               layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
               mode: str = typer.Option("fp32", "--mode", help="fp32 or mixed"),
               seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
-              target: Optional[str] = typer.Option(None, "--target", help="target YAML (accumulation policy)")) -> None:
+              target: Optional[str] = typer.Option(None, "--target", help="target YAML (accumulation policy)"),
+              plan: Optional[str] = typer.Option(None, "--plan", help="a build or solve directory: round in the "
+                                                 "plan's order (its k-splits, key splits, statistics; --mode mixed)")
+              ) -> None:
     """Run the numpy reference on an image batch and write the pooled embedding."""
     import numpy as np
 
@@ -107,9 +110,24 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
     patches = pack_patches(x, spec, pixels)
     g = build_graph(spec, patches.shape[0])
     w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
-    y = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, m))[g.outputs[0]]
+    pol = Policy.for_target(tgt, m)
+    if plan is not None:
+        if m is not Mode.MIXED:
+            raise InputError("--plan", None, "needs --mode mixed", "the plan fixes the mixed mode's rounding order")
+        try:
+            doc = json.loads((Path(plan) / "plan.json").read_text())
+        except (OSError, ValueError) as e:
+            raise InputError(str(Path(plan) / "plan.json"), None, f"not a readable plan ({e})",
+                             "pass a directory ipuplan solve or build wrote") from None
+        if doc.get("model") != spec.name or doc.get("batch") != patches.shape[0] or doc.get("layers") != spec.layers:
+            raise InputError("--plan", None, f"the plan is for {doc.get('model')} batch {doc.get('batch')}, "
+                             f"{doc.get('layers')} layers", f"give a plan for {spec.name} batch {patches.shape[0]}, "
+                             f"{spec.layers} layers")
+        import dataclasses
+        pol = dataclasses.replace(pol, plan=doc["choices"])
+    y = run_graph(g, {"patches": patches}, w, pol)[g.outputs[0]]
     np.save(output, y.astype(np.float32))
-    err.print(f"wrote {output}: {list(y.shape)} float32 ({m.value})")
+    err.print(f"wrote {output}: {list(y.shape)} float32 ({m.value}{', plan-faithful' if plan else ''})")
 
 
 @app.command()

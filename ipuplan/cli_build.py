@@ -1,4 +1,5 @@
-"""The backend commands: `build` (solve, place, lower, package) and `export` (ipu-stack interchange)."""
+"""The backend commands: `build` (solve, place, lower, package), `export` (ipu-stack interchange), `run` (the
+emulator)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,45 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
     runs = sum(len(p["transfers"]) for p in snap["phases"])
     out.print(f"wrote {dest}: schema_version {snap['schema_version']}, {snap['tile_count']} tiles, "
               f"{len(snap['phases'])} phases, {runs:,} transfers")
+
+
+@app.command()
+def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
+        pixels: str = typer.Option(..., "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+        weights: Optional[str] = typer.Option(None, "--weights", help="safetensors checkpoint (upstream naming)"),
+        seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
+        output: Optional[str] = typer.Option(None, "-o", "--output", help="pooled output .npy (default DIR/output.npy)"),
+        compare: bool = typer.Option(False, "--compare", help="compare with the reference on the same inputs"),
+        profile: Optional[str] = typer.Option(None, "--profile", help="per-superstep profile JSON")) -> None:
+    """Execute a package on the emulated IPU21 (exit 0; 1 when --compare finds the plan-faithful reference
+    differs, or the program faults; 2 bad input or package)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .runner.job import load_pixels, run_package
+
+    x = load_pixels(pixels)
+    with Progress(TextColumn("{task.description:<40}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("loading", total=None)
+
+        def progress(what: str, done: int, total: int) -> None:
+            bar.update(task, description=what[:40], completed=done, total=total)
+
+        r = run_package(package, x, weights, seed, compare, progress)
+    dest = Path(output or Path(package).parent / "output.npy")
+    import numpy as np
+    np.save(dest, r.output.astype(np.float32))
+    out.print(f"wrote {dest}: {list(r.output.shape)} float32; emulator {r.seconds:.1f} s")
+    if profile:
+        Path(profile).write_text(json.dumps(r.profile, indent=1))
+    if r.compare:
+        c = r.compare
+        pf, f = c["plan_faithful"], c["fp32"]
+        word = "[bold green]BIT-EXACT[/]" if pf["bit_exact"] else f"[bold red]{pf['differing']:,} of {pf['elements']:,} differ[/]"
+        out.print(f"plan-faithful mixed reference: {word} (max abs {pf['max_abs']:.3g}, reference {pf['seconds']:.1f} s)")
+        out.print(f"mixed reference: cosine {c['mixed']['cosine']:.6f}, max abs {c['mixed']['max_abs']:.3g} "
+                  f"({c['mixed']['seconds']:.1f} s; emulator / reference {c['ratio_to_mixed_reference']:.2f})")
+        out.print(f"fp32 reference: cosine {f['cosine']:.6f}, max abs {f['max_abs']:.3g} (the mixed reference's own "
+                  f"cosine {f['reference_mixed_cosine']:.6f})")
+        if not pf["bit_exact"]:
+            raise typer.Exit(1)

@@ -55,3 +55,17 @@ def gemm(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
         part = (x2[:, k0:k0 + chunk] @ w2[k0:k0 + chunk]).astype(t).astype(np.float64)
         out = part if out is None else (out + part).astype(t).astype(np.float64)
     return out.astype(np.float32).reshape(lead + (w.shape[1],))
+
+
+def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
+    """`gemm` for a batch: x [V, M, K] @ w [V, K, N], every element rounded exactly as `gemm` rounds it."""
+    x2 = np.asarray(x, np.float64)
+    w2 = np.asarray(w, np.float64)
+    t = _NP[acc]
+    out = None
+    for k0 in range(0, x2.shape[-1], chunk):
+        part = np.matmul(x2[..., k0:k0 + chunk], w2[..., k0:k0 + chunk, :]).astype(t).astype(np.float64)
+        out = part if out is None else (out + part).astype(t).astype(np.float64)
+    if out is None:
+        return np.zeros(x2.shape[:-1] + (w2.shape[-1],), np.float32)
+    return out.astype(np.float32)

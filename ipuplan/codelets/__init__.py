@@ -12,6 +12,15 @@ ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, attention.STREAMIN
                             vector.COPY, vector.ROPE)
 BY_NAME = {c.name: c for c in ALL}
 
+# What each codelet does to a group of its vertices (the runner's field access `v`, the numerics policy)
+EXECUTE = {gemm.GEMM[False].name: gemm.execute_gemm, gemm.GEMM[True].name: gemm.execute_gemm,
+           gemm.REDUCE.name: gemm.execute_reduce, attention.STREAMING.name: attention.execute_attention,
+           attention.MATERIALIZED.name: attention.execute_attention, attention.MERGE.name: attention.execute_merge,
+           vector.LAYERNORM.name: vector.execute_layernorm, vector.LAYERNORM_STATS.name: vector.execute_layernorm_stats,
+           vector.ADD.name: vector.execute_add, vector.GELU.name: vector.execute_gelu, vector.CAST.name: vector.execute_cast,
+           vector.COPY.name: vector.execute_copy, vector.ROPE.name: vector.execute_rope}
+assert set(EXECUTE) == set(BY_NAME), "every codelet has semantics"
+
 # The supervisor program of one op, at most, over all its implementations: (compute sets, exchange
 # supersteps). Compute sets include a local-copy set in the exchange step; supersteps include the exchange
 # step, a relay's second phase and the exchanges inside the op (reduction, statistics).
@@ -35,5 +44,5 @@ def program_bytes(target: Target, kinds) -> int:
     return 4 * words
 
 
-__all__ = ["ALL", "BY_NAME", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cost",
+__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cost",
            "exchange_cycles", "gemm", "program_bytes", "vector"]

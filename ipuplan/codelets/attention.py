@@ -12,6 +12,10 @@ from __future__ import annotations
 
 from math import ceil
 
+import numpy as np
+
+from ..ir.graph import DType
+from ..numerics import gemm_batched, round_to
 from ..target import Target
 from .base import Codelet, VectorCost
 from .gemm import N_MULTIPLE
@@ -60,3 +64,73 @@ def scratch_bytes(q_rows: int, keys: int, head_dim: int, streaming: bool) -> tup
     il = q_rows * padded(panel) * 2 + q_rows * padded(head_dim) * 4
     std = q_rows * panel * 4 + q_rows * 8
     return il, std
+
+
+# --- semantics: one cell's softmax state, the merge, the output -------------------------------------------
+
+def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: bool, chunk: int):
+    """Cells [V, ...] at once: (accumulator [V, R, D], running max [V, R], denominator [V, R]), all F32.
+    QK^T and PV run on the AMP (F16 operands, F32 accumulation in runs of `chunk`); the probabilities are
+    rounded to F16 for PV. Streaming takes the keys in panels of STREAM_PANEL with an online softmax;
+    materialized takes them all at once."""
+    V, R, S = q.shape[0], q.shape[1], k.shape[1]
+    panel = STREAM_PANEL if streaming else max(S, 1)
+    m = np.full((V, R), -np.inf, np.float32)
+    den = np.zeros((V, R), np.float32)
+    acc = np.zeros((V, R, v.shape[2]), np.float32)
+    sc = np.float32(scale)
+    for p0 in range(0, S, panel):
+        kt = np.ascontiguousarray(np.swapaxes(k[:, p0:p0 + panel], 1, 2))
+        s = (gemm_batched(q, kt, DType.F32, chunk) * sc).astype(np.float32)
+        mn = np.maximum(m, s.max(2))
+        a = np.exp(m - mn).astype(np.float32)
+        p = np.exp(s - mn[..., None]).astype(np.float32)
+        den = (den * a + p.sum(2, dtype=np.float32)).astype(np.float32)
+        pv = gemm_batched(round_to(p, DType.F16), v[:, p0:p0 + panel], DType.F32, chunk)
+        acc = (acc * a[..., None] + pv).astype(np.float32)
+        m = mn
+    return acc, m, den
+
+
+def merge(s1, s2):
+    """Two states of disjoint key ranges as one (flash-decoding)."""
+    (a1, m1, l1), (a2, m2, l2) = s1, s2
+    m = np.maximum(m1, m2)
+    e1, e2 = np.exp(m1 - m).astype(np.float32), np.exp(m2 - m).astype(np.float32)
+    return ((a1 * e1[..., None] + a2 * e2[..., None]).astype(np.float32), m,
+            (l1 * e1 + l2 * e2).astype(np.float32))
+
+
+def finish(state) -> np.ndarray:
+    """The F16-bound output rows of a state that covers every key."""
+    acc, _, den = state
+    return (acc / den[..., None]).astype(np.float32)
+
+
+def _f32(bits: int) -> float:
+    return float(np.array([bits], np.int32).view(np.float32)[0])
+
+
+def execute_attention(v, pol) -> None:
+    q, k, val = v.read("q", "f16"), v.read("k", "f16"), v.read("v", "f16")
+    v.write_flat("scratch", np.zeros((len(q), v.nbytes("scratch") // 4)), "f32")
+    v.write_flat("state", np.zeros((len(q), v.nbytes("state") // 4)), "f32")
+    st = block(q, k, val, _f32(int(v.params[0, 0])), bool(v.params[0, 1]), pol.chunk)
+    if v.params[0, 2]:  # key splits: this cell's state rows [acc, max, denominator]
+        v.write("out", np.concatenate([st[0], st[1][..., None], st[2][..., None]], -1), "f32")
+    else:
+        v.write("out", finish(st), "f16")
+
+
+def execute_merge(v, pol) -> None:
+    D = int(v.params[0, 1])
+
+    def state(field):
+        s = v.read(field, "f32")
+        return s[..., :D], s[..., D], s[..., D + 1]
+
+    st = merge(state("state"), state("received"))
+    if v.params[0, 0]:
+        v.write("out", finish(st), "f16")
+    else:
+        v.write("out", np.concatenate([st[0], st[1][..., None], st[2][..., None]], -1), "f32")

@@ -26,6 +26,11 @@ class Codelet:
         return 4 * (target.vertex_words + len(self.fields) + self.params)
 
 
+# dtype codes in vertex parameters
+DTYPE_CODE = {"f32": 0, "f16": 1, "f143": 2, "f152": 3}
+CODE_DTYPE = {v: k for k, v in DTYPE_CODE.items()}
+
+
 @dataclass(frozen=True)
 class VectorCost:
     """A worker-parallel vector kernel: `passes` sweeps over its bytes, `setup` cycles per call."""

@@ -15,8 +15,13 @@ from __future__ import annotations
 
 from math import ceil
 
+import numpy as np
+
+from ..ir.graph import DType
+from ..numerics import gemm as gemm_numerics
+from ..numerics import gemm_batched
 from ..target import Target
-from .base import Codelet, VectorCost
+from .base import CODE_DTYPE, Codelet, VectorCost
 
 K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
 N_MULTIPLE = 16
@@ -47,3 +52,46 @@ def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
     """Every round of the tree adds one received F32 partial into the running one (two loads, one store)."""
     rounds = max(0, int(pk).bit_length() - 1)
     return rounds * REDUCE_COST.cycles(target, m * n * 4 * 2)
+
+
+# --- semantics: what one vertex computes (the runner's vertices and the plan-faithful reference call these) ---
+
+def amp(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
+    """x [., K] @ w [K, N] on the AMP: runs of `chunk` products exact, each rounded to `acc` and added in order."""
+    return gemm_numerics(x, w, acc, chunk)
+
+
+def finish(y: np.ndarray, scale: int, bias: np.ndarray | None) -> np.ndarray:
+    """The F16-bound output of a GEMM from its (summed) F32 accumulator: scaled by 2^scale, plus the bias."""
+    y = np.asarray(y, np.float32)
+    if scale:
+        y = np.ldexp(y, scale).astype(np.float32)
+    return y + bias if bias is not None else y
+
+
+def add_partials(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """One reduction round: the running F32 partial plus the received one."""
+    return (np.asarray(a, np.float32) + np.asarray(b, np.float32)).astype(np.float32)
+
+
+def execute_gemm(v, pol) -> None:
+    """AmpGemmF16/F8 on a group of vertices (`v`: the runner's field access)."""
+    xdt, wdt = CODE_DTYPE[int(v.params[0, 2])], CODE_DTYPE[int(v.params[0, 3])]
+    x, w = v.read("x", xdt), v.read("w", wdt)
+    acc = pol.accumulation["f8" if xdt in ("f143", "f152") else "f16"]
+    y = gemm_batched(x, w, acc, pol.chunk)
+    if v.params[0, 1]:
+        v.write("out", y, "f32")
+        return
+    bias = v.read("bias", "f16") if v.used("bias") else None
+    v.write("out", finish(y, int(v.params[0, 0]), bias), "f16")
+
+
+def execute_reduce(v, pol) -> None:
+    """One reduction round; the last writes the F16 output (scaled, plus the bias)."""
+    s = add_partials(v.read("partials", "f32"), v.read("received", "f32"))
+    if not v.params[0, 0]:
+        v.write("out", s, "f32")
+        return
+    bias = v.read("bias", "f16") if v.used("bias") else None
+    v.write("out", finish(s, int(v.params[0, 1]), bias), "f16")

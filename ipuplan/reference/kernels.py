@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from scipy.special import erf as _erf
 
+from ..codelets import attention as att
+from ..codelets import gemm, vector
 from ..ir.graph import DType, Op, OpKind, Value
-from ..numerics import gemm, round_to
+from ..layout import Layout, MemClass
+from ..layout.geometry import balanced, balanced_grains, grain
+from ..numerics import round_to
 
 
 def _f32(x):
@@ -18,16 +21,33 @@ def _f32(x):
 def matmul(op: Op, ins, vals: list[Value], out: Value, pol) -> np.ndarray:
     x, w = ins[0], ins[1]
     a = op.attrs
+    bias = ins[2] if len(ins) == 3 else None
     if pol.exact:
         y = _f32(np.matmul(x, w))
-    else:
-        operand = "f8" if vals[0].dtype.is_fp8 else "f16"
-        y = gemm(x, w, pol.accumulation[operand], pol.chunk)
-    if a.x_scale or a.w_scale:
-        y = np.ldexp(y, a.x_scale + a.w_scale).astype(np.float32)
-    if len(ins) == 3:
-        y = y + ins[2]
-    return y
+        if a.x_scale or a.w_scale:
+            y = np.ldexp(y, a.x_scale + a.w_scale).astype(np.float32)
+        return y + bias if bias is not None else y
+    acc = pol.accumulation["f8" if vals[0].dtype.is_fp8 else "f16"]
+    pk = pol.choice["pk"] if pol.choice else 1
+    if pk == 1:
+        y = gemm.amp(x, w, acc, pol.chunk)
+    else:  # plan-faithful: each k-slice of the plan on its own, partials summed by the plan's tree
+        kb = np.concatenate([[0], np.cumsum(balanced_grains(x.shape[-1], pk, grain(vals[0].dtype.itemsize)))])
+        parts = [gemm.amp(x[..., kb[r]:kb[r + 1]], w[kb[r]:kb[r + 1]], acc, pol.chunk) for r in range(pk)]
+        y = _tree(parts, gemm.add_partials)
+    return gemm.finish(y, a.x_scale + a.w_scale, bias)
+
+
+def _tree(parts: list, combine):
+    """Pairwise rounds: in round t slot r takes slot r + 2^t (((p0 + p1) + (p2 + p3)) + ...)."""
+    parts = list(parts)
+    step = 1
+    while step < len(parts):
+        for r in range(0, len(parts), 2 * step):
+            if r + step < len(parts):
+                parts[r] = combine(parts[r], parts[r + step])
+        step *= 2
+    return parts[0]
 
 
 def add(op, ins, vals, out, pol):
@@ -36,25 +56,22 @@ def add(op, ins, vals, out, pol):
 
 def layernorm(op, ins, vals, out, pol):
     x = _f32(ins[0])
-    mean = x.mean(-1, keepdims=True, dtype=np.float32)
-    c = x - mean  # centered variance, as the tile codelet computes it
-    var = (c * c).mean(-1, keepdims=True, dtype=np.float32)
-    return c / np.sqrt(var + np.float32(op.attrs.eps)) * ins[1] + ins[2]
+    ch = pol.choice
+    if ch and ch["output"]["pc"] > 1:  # plan-faithful: statistics summed per column block, then combined
+        lay = Layout(**{**ch["output"], "mem": MemClass(ch["output"]["mem"])})
+        cb = lay.col_bounds()
+        parts = [vector.layernorm_partial(x[..., cb[j]:cb[j + 1]]) for j in range(lay.pc)]
+        return vector.layernorm_split(x, parts, x.shape[-1], ins[1], ins[2], op.attrs.eps)
+    return vector.layernorm(x, ins[1], ins[2], op.attrs.eps)
 
 
 def gelu(op, ins, vals, out, pol):
-    x = _f32(ins[0])
-    if op.attrs.approximate:
-        k = np.float32(np.sqrt(2.0 / np.pi))
-        return 0.5 * x * (1.0 + np.tanh(k * (x + np.float32(0.044715) * x * x * x)))
-    return _f32(0.5 * x * (1.0 + _erf(x / np.float32(np.sqrt(2.0)))))
+    return vector.gelu(ins[0], op.attrs.approximate)
 
 
 def _rope(x: np.ndarray, sin: np.ndarray, cos: np.ndarray, prefix: int) -> np.ndarray:
-    """Interleaved 2-D RoPE on tokens >= prefix: pairs (x0, x1) -> (x0 cos - x1 sin, x1 cos + x0 sin)."""
-    body = x[:, :, prefix:]
-    rot = np.stack([-body[..., 1::2], body[..., 0::2]], -1).reshape(body.shape)
-    return np.concatenate([x[:, :, :prefix], body * cos + rot * sin], axis=2)
+    """2-D RoPE on tokens >= prefix of [b, heads, tokens, head_dim]."""
+    return np.concatenate([x[:, :, :prefix], vector.rope(x[:, :, prefix:], sin, cos)], axis=2)
 
 
 def attention(op, ins, vals, out, pol):
@@ -70,6 +87,15 @@ def attention(op, ins, vals, out, pol):
     if a.rope:
         qh = pol.store(_rope(qh, ins[3], ins[4], a.rope_prefix), DType.F16)
         kh = pol.store(_rope(kh, ins[3], ins[4], a.rope_prefix), DType.F16)
+    if pol.choice:  # plan-faithful: the codelet's arithmetic over the plan's key splits, merged by its tree
+        ns, streaming = pol.choice["key_splits"], pol.choice["mode"] == "streaming"
+        g = lambda t: np.ascontiguousarray(t.reshape(b * a.heads, t.shape[2], a.head_dim))
+        qg, kg, vg = g(qh), g(kh), g(vh)
+        kb = np.concatenate([[0], np.cumsum(balanced(sk, ns))])
+        states = [att.block(qg, kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], a.scale, streaming, pol.chunk)
+                  for s in range(ns)]
+        o = att.finish(_tree(states, att.merge)).reshape(b, a.heads, sq, a.head_dim)
+        return o.transpose(0, 2, 1, 3).reshape(b, sq, a.heads * a.head_dim)
     s = np.matmul(qh, kh.transpose(0, 1, 3, 2)) * np.float32(a.scale)
     s = s - s.max(-1, keepdims=True)
     p = np.exp(s)

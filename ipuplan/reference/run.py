@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from typing import Mapping
 
@@ -25,6 +25,12 @@ class Policy:
     mode: Mode
     accumulation: Mapping[str, DType]  # operand precision ("f16"/"f8") -> accumulator
     chunk: int
+    plan: Mapping[str, dict] | None = None  # plan-faithful: each op's recorded choice (plan.json `choices`)
+    choice: dict | None = None  # the choice of the op being run (set per op in plan-faithful mode)
+
+    def at(self, key: str) -> "Policy":
+        """This policy for op `key`: in plan-faithful mode, carrying that op's choice."""
+        return self if self.plan is None else replace(self, choice=self.plan.get(key))
 
     @property
     def exact(self) -> bool:
@@ -71,22 +77,22 @@ def run_graph(graph: Graph, inputs: Mapping[str, np.ndarray], params: Mapping[st
     return {n: env[n] for n in graph.outputs}
 
 
-def _run(graph: Graph, env: dict[str, np.ndarray], policy: Policy) -> None:
+def _run(graph: Graph, env: dict[str, np.ndarray], policy: Policy, scope: str = "") -> None:
     vm = graph.value_map
     for op in graph.ops:
         if op.kind is OpKind.REPEAT:
-            _repeat(op, env, policy, vm)
+            _repeat(op, env, policy, vm, scope)
             continue
         vals = [vm[n] for n in op.inputs]
         out: Value = vm[op.outputs[0]]
-        y = KERNELS[op.kind](op, [env[n] for n in op.inputs], vals, out, policy)
+        y = KERNELS[op.kind](op, [env[n] for n in op.inputs], vals, out, policy.at(scope + op.name))
         if op.kind is OpKind.CAST:
             env[out.name] = np.asarray(y, np.float32)
         else:
             env[out.name] = policy.store(y, out.dtype)
 
 
-def _repeat(op, env, policy, vm) -> None:
+def _repeat(op, env, policy, vm, scope: str) -> None:
     a = op.attrs
     nc, ns = len(a.carried), len(a.sequences)
     carried = [env[n] for n in op.inputs[:nc]]
@@ -96,7 +102,7 @@ def _repeat(op, env, policy, vm) -> None:
         benv = dict(inv)
         benv.update({bi: c for (bi, _), c in zip(a.carried, carried)})
         benv.update({bi: s[i] for bi, s in zip(a.sequences, seqs)})
-        _run(a.body, benv, policy)
+        _run(a.body, benv, policy, f"{scope}{op.name}/")
         carried = [benv[bo] for _, bo in a.carried]
     for n, c in zip(op.outputs, carried):
         env[n] = c

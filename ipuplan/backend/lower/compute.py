@@ -14,6 +14,7 @@ import numpy as np
 from ... import codelets as cl
 from ...codelets import attention as att
 from ...codelets import gemm, vector
+from ...codelets.base import DTYPE_CODE
 from ...ir.graph import OpKind
 from .buffers import Blocks
 from .context import Ctx, VertexBuilder
@@ -59,6 +60,8 @@ def matmul(cx: Ctx, sop, im) -> list:
     g.bind("x", x, (J, I, R))
     g.bind("w", w, (I, R, J))
     g.params[:, 0] = a.x_scale + a.w_scale
+    g.params[:, 2] = DTYPE_CODE[sop.graph.value(sop.op.inputs[0]).dtype.short]
+    g.params[:, 3] = DTYPE_CODE[sop.graph.value(sop.op.inputs[1]).dtype.short]
     items = []
     if pk == 1:
         g.bind("out", out, (0, I, J))
@@ -83,6 +86,7 @@ def matmul(cx: Ctx, sop, im) -> list:
             else:
                 v.bind("out", part, (r, i, j))
             v.params[:, 0] = int(last)
+            v.params[:, 1] = a.x_scale + a.w_scale
             items += [("internal", t), ("compute", f"reduce round {t + 1}", [v.build()])]
     if any(b.role == "RoPE tables" for b in im.bufs):
         items.append(("compute", "rope", [_rope(cx, sop, im, out)]))
@@ -131,6 +135,7 @@ def layernorm(cx: Ctx, sop, im) -> list:
     v.params[:, 0] = _f32_bits(sop.op.attrs.eps)
     v.params[:, 1] = lay.cols
     v.params[:, 2] = lay.pc
+    v.params[:, 3] = J
     if lay.pc > 1:
         part = cx.own(op, "statistics").blocks(T)
         s = VertexBuilder(vector.LAYERNORM_STATS, len(I))
@@ -157,7 +162,8 @@ def unary(cx: Ctx, sop, im) -> list:
     v.bind(dst, cx.own(op, "output").blocks(T), (rep, I, J))
     if sop.op.kind is OpKind.CAST:
         ov, iv = sop.graph.value(sop.op.outputs[0]), sop.graph.value(sop.op.inputs[0])
-        v.params[:, 0], v.params[:, 1], v.params[:, 2] = sop.op.attrs.scale - iv.scale, ov.dtype.itemsize, iv.dtype.itemsize
+        v.params[:, 0] = sop.op.attrs.scale
+        v.params[:, 1], v.params[:, 2] = DTYPE_CODE[ov.dtype.short], DTYPE_CODE[iv.dtype.short]
     if sop.op.kind is OpKind.BROADCAST:  # Copy params: bytes per row, the block's first output row
         v.params[:, 0] = (lay.col_sizes() * lay.elem)[J]
         v.params[:, 1] = lay.row_bounds()[I]

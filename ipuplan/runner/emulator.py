@@ -1,0 +1,238 @@
+"""The emulated IPU21: executes a package the way Poplar's IPUModel executes a graph — every tile's memory at
+its real addresses, host calls through the bindings, compute sets codelet by codelet (codelets.EXECUTE),
+exchanges as byte copies, the Repeat as a loop with address advancement. The package is validated before it
+is loaded (every access inside a buffer live at its step, at the first and last iteration); while running, a
+shadow map stops any codelet that reads bytes not written since their buffer's lifetime began."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import codelets as cl
+from ..ir.graph import DType
+from ..numerics import round_to
+from .device import Device
+from .memory import NP, RunError, Slabs, TileMemory
+
+_DT = {d.short: d for d in DType}
+
+
+class FieldAccess:
+    """A group of equally shaped vertices of one codelet, as the codelet's `execute` sees them."""
+
+    def __init__(self, mem: TileMemory, v, sel: np.ndarray, fields: tuple[str, ...], it: int, where: Callable):
+        self.mem, self.v, self.sel, self.fields, self.it = mem, v, sel, fields, it
+        self.params = v.params[sel]
+        self.tile = v.tile[sel]
+        self.slabs = Slabs(mem, lambda k: where(int(sel[k])))
+        self._where = where
+
+    def _f(self, field: str) -> int:
+        return self.fields.index(field)
+
+    def used(self, field: str) -> bool:
+        return bool((self.v.addr[self.sel, self._f(field)] >= 0).all())
+
+    def nbytes(self, field: str) -> int:
+        return int(self.v.row_bytes[self.sel[0], self._f(field)])
+
+    def rows(self, field: str) -> int:
+        return int(self.v.rows[self.sel[0], self._f(field)])
+
+    def _idx(self, field: str, rows: int | None = None, nbytes: int | None = None) -> np.ndarray:
+        f = self._f(field)
+        if not self.used(field):
+            raise RunError(f"{self._where(int(self.sel[0]))}: field {field} is not bound")
+        a = self.v.addr[self.sel, f] + self.it * self.v.stride[self.sel, f]
+        return self.mem.index(self.tile, a, self.rows(field) if rows is None else rows,
+                              self.nbytes(field) if nbytes is None else nbytes, self.v.pitch[self.sel, f])
+
+    def read(self, field: str, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
+        idx = self._idx(field)
+        if rows_ok is not None:  # rows the codelet skips need not have been written
+            ok = self.mem.wflat[idx] | ~rows_ok[:, :, None]
+            if not ok.all():
+                self.slabs.read(idx[~ok.all((1, 2))][:1], dtype, f"field {field}")
+            return np.ascontiguousarray(self.mem.flat[idx]).view(NP[dtype]).astype(np.float32)
+        return self.slabs.read(idx, dtype, f"field {field}")
+
+    def write(self, field: str, values: np.ndarray, dtype: str) -> None:
+        idx = self._idx(field)
+        n = idx.shape[2] // np.dtype(NP[dtype]).itemsize
+        self.slabs.write(idx, _stored(np.broadcast_to(values, idx.shape[:2] + (n,)), dtype), dtype)
+
+    def read_flat(self, field: str, dtype: str, count: int) -> np.ndarray:
+        idx = self._idx(field, 1, count * np.dtype(NP[dtype]).itemsize)
+        return self.slabs.read(idx, dtype, f"field {field}").reshape(len(self.sel), count)
+
+    def write_flat(self, field: str, values: np.ndarray, dtype: str) -> None:
+        values = np.asarray(values)
+        idx = self._idx(field, 1, values.shape[1] * np.dtype(NP[dtype]).itemsize)
+        self.slabs.write(idx, _stored(values.reshape(len(self.sel), 1, -1), dtype), dtype)
+
+    def copy(self, src: str, dst: str) -> None:
+        s, d = self._idx(src), self._idx(dst)
+        if s.shape[1] != d.shape[1]:
+            s = np.broadcast_to(s[:, :1], d.shape)  # one source row over every destination row
+        self.mem.flat[d] = self.mem.flat[s]
+        self.mem.wflat[d] = self.mem.wflat[s]
+
+
+def _stored(values: np.ndarray, dtype: str) -> np.ndarray:
+    """FP8 saturates (the casts' policy); F16 and F32 round to nearest."""
+    return round_to(values, _DT[dtype]) if dtype in ("f143", "f152") else values
+
+
+class Emulator(Device):
+    """Device interface on the emulator: load a package, call `initialize` and `run`."""
+
+    def __init__(self, policy, progress: Callable[[str, int, int], None] | None = None):
+        self.policy, self.progress = policy, progress
+        self.profile: list[dict] = []
+
+    def load(self, package: str | Path) -> dict:
+        from ..package.io import read_package
+        from ..package.validate import validate
+        self.path = Path(package)
+        self.prog, self.manifest = read_package(self.path)
+        validate(self.prog, self.manifest, self.path)
+        t = self.manifest["target"]
+        self.mem = TileMemory(self.prog.tiles, t["base"], t["loadable_end"])
+        self.fields = {c["name"]: tuple(c["fields"]) for c in self.manifest["codelets"]}
+        bt = self.prog.buffers
+        self.tiles_of = [np.flatnonzero(bt.group_of_tile == g) for g in range(int(bt.group_of_tile.max()) + 1)]
+        self._starts: dict[int, list[int]] = {}
+        for b in range(len(bt.addr)):
+            self._starts.setdefault(int(bt.first[b]), []).append(b)
+        self._clear_from(0, 0)  # program-lifetime buffers start empty
+        return self.manifest
+
+    def _clear_from(self, lo: int, hi: int) -> None:
+        bt = self.prog.buffers
+        for s in range(lo, hi + 1):
+            for b in self._starts.get(s, ()):
+                if bt.size[b]:
+                    self.mem.clear(self.tiles_of[int(bt.group[b])], int(bt.addr[b]), int(bt.size[b]))
+
+    # --- host calls -----------------------------------------------------------------------------------
+
+    def call(self, name: str, tensors: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        if name == "initialize":
+            for b in self.prog.bindings:
+                if b.role in ("param", "const"):
+                    self._write_binding(b, tensors[b.name])
+            return {}
+        if name == "run":
+            for b in self.prog.bindings:
+                if b.role == "input":
+                    self._write_binding(b, tensors[b.name])
+            self._run()
+            return {b.name: self._read_binding(b) for b in self.prog.bindings if b.role == "output"}
+        raise ValueError(f"no host call {name!r}; the package has initialize and run")
+
+    def _runs(self, b, it: int, r: int):
+        """(element index, byte address) of every element of replica r of a binding, iteration it."""
+        s = b.slabs
+        ok = s.tile[:, r] >= 0
+        rows, n = s.rows[ok], s.n[ok]
+        runs = np.repeat(np.flatnonzero(ok), rows)
+        k = np.arange(len(runs)) - np.repeat(np.cumsum(rows) - rows, rows)
+        cnt = n[np.searchsorted(np.flatnonzero(ok), runs)]
+        q = np.arange(int(cnt.sum())) - np.repeat(np.cumsum(cnt) - cnt, cnt)
+        e = np.repeat(s.e0[runs] + k * s.estride[runs], cnt) + q
+        esize = np.dtype(NP[b.dtype]).itemsize
+        a = np.repeat(s.addr[runs, r] + it * s.stride[runs, r] + k * s.pitch[runs], cnt) + q * esize
+        return e, np.repeat(s.tile[runs, r], cnt), a
+
+    def _write_binding(self, b, logical: np.ndarray) -> None:
+        x = np.asarray(logical, np.float32).reshape(b.count, -1)
+        esize = np.dtype(NP[b.dtype]).itemsize
+        for it in range(b.count):
+            raw = np.ascontiguousarray(round_to(x[it], _DT[b.dtype], b.scale).astype(NP[b.dtype])).view(np.uint8)
+            for r in range(b.slabs.tile.shape[1]):
+                e, tile, a = self._runs(b, it, r)
+                idx = self.mem.runs(tile, a, np.full(len(a), esize))
+                self.mem.flat[idx] = raw.reshape(-1, esize)[e].ravel()
+                self.mem.wflat[idx] = True
+
+    def _read_binding(self, b) -> np.ndarray:
+        esize = np.dtype(NP[b.dtype]).itemsize
+        e, tile, a = self._runs(b, 0, 0)
+        idx = self.mem.runs(tile, a, np.full(len(a), esize))
+        if not self.mem.wflat[idx].all():
+            raise RunError(f"output {b.name}: bytes never written")
+        out = np.zeros(int(np.prod(b.shape)) * esize, np.uint8)
+        out.reshape(-1, esize)[e] = self.mem.flat[idx].reshape(-1, esize)
+        y = out.view(NP[b.dtype]).astype(np.float32).reshape(b.shape)
+        return np.ldexp(y, b.scale).astype(np.float32) if b.scale else y
+
+    # --- the program ----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        prog = self.prog
+        body = self.manifest.get("body")
+        sec = {"prologue": [], "body": [], "epilogue": []}
+        for i, s in enumerate(prog.steps):
+            sec[s.section.value].append((i, s))
+        self.profile = []
+        total = len(sec["prologue"]) + prog.count * len(sec["body"]) + len(sec["epilogue"])
+        self._done, self._total = 0, total
+        self._cleared = 0
+        self._do(sec["prologue"], 0)
+        for it in range(prog.count):
+            if it:
+                if prog.carry is not None:
+                    self._compute(prog.carry, it - 1, "carry")
+                self._cleared = body[0] - 1
+            self._do(sec["body"], it)
+        self._do(sec["epilogue"], 0)
+
+    def _do(self, steps, it: int) -> None:
+        for i, s in steps:
+            if s.step > self._cleared:
+                self._clear_from(self._cleared + 1, s.step)
+                self._cleared = s.step
+            t0 = time.perf_counter()
+            if s.kind == "exchange":
+                self._exchange(s, it if s.section.value == "body" else 0)
+            else:
+                self._compute(s, it if s.section.value == "body" else 0, f"step {i} ({s.op} {s.name})")
+            self._done += 1
+            self.profile.append({"step": i, "plan_step": s.step, "op": s.op, "name": s.name, "kind": s.kind,
+                                 "iteration": it, "seconds": time.perf_counter() - t0})
+            if self.progress:
+                self.progress(f"{s.op} {s.name}", self._done, self._total)
+
+    def _exchange(self, s, it: int) -> None:
+        src = self.mem.runs(s.src, s.src_addr + it * s.src_stride, s.nbytes)
+        data, flags = self.mem.flat[src], self.mem.wflat[src]
+        starts = np.cumsum(s.nbytes) - s.nbytes
+        for r in range(s.dst.shape[1]):
+            ok = s.dst[:, r] >= 0
+            n = s.nbytes[ok]
+            dst = self.mem.runs(s.dst[ok, r], s.dst_addr[ok, r], n)
+            pick = np.repeat(starts[ok] - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+            self.mem.flat[dst] = data[pick]
+            self.mem.wflat[dst] = flags[pick]
+
+    def _compute(self, cs, it: int, where: str) -> None:
+        for v in cs.vertices:
+            run = cl.EXECUTE.get(v.codelet)
+            if run is None:
+                raise RunError(f"{where}: no codelet {v.codelet}")
+            fields = self.fields[v.codelet]
+            key = np.concatenate([v.rows, v.row_bytes, (v.addr >= 0), v.params[:, :0]], 1)
+            _, inv = np.unique(key, axis=0, return_inverse=True)
+            inv = np.asarray(inv).ravel()
+            for g in range(int(inv.max()) + 1 if len(inv) else 0):
+                sel = np.flatnonzero(inv == g)
+                access = FieldAccess(self.mem, v, sel, fields, it,
+                                     lambda k, v=v: f"tile {int(v.tile[k])} {where} {v.codelet} vertex {k}")
+                try:
+                    run(access, self.policy)
+                except RunError:
+                    raise

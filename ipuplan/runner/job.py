@@ -1,0 +1,90 @@
+"""The `run` job: a package on a device with an image batch and weights; optionally the comparison with the
+reference on the same inputs (bit for bit against the plan-faithful mixed reference, cosine and max error
+against fp32) and the per-superstep profile."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ..errors import ArrayInputError, InputError
+from ..plan import sha256
+from .emulator import Emulator
+
+
+@dataclasses.dataclass
+class RunResult:
+    output: np.ndarray
+    seconds: float
+    compare: dict | None
+    profile: list[dict]
+
+
+def load_pixels(path: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ArrayInputError(path, None, "no such file", "pass a .npy file written by numpy.save") from None
+    except (ValueError, OSError) as e:
+        raise ArrayInputError(path, None, f"not a readable .npy array ({e})", "use numpy.save") from None
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = a.astype(np.float64).ravel(), b.astype(np.float64).ravel()
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = None, seed: int = 0,
+                compare: bool = False, progress: Callable[[str, int, int], None] | None = None) -> RunResult:
+    from ..model import build_graph, load_model
+    from ..model.host import pack_patches
+    from ..model.weights import load_weights, random_weights
+    from ..reference import Mode, Policy, run_graph
+    from ..target import load_target
+    package = Path(package)
+    dev = Emulator(None, progress)
+    m = dev.load(package)
+    model, target = Path(m["inputs"]["model"]["path"]), Path(m["inputs"]["target"]["path"])
+    for p, key in ((model, "model"), (target, "target")):
+        if not p.exists():
+            raise InputError(str(package), f"inputs.{key}.path", f"{p} does not exist",
+                             "run from the directory the package was built in")
+        if sha256(p) != m["inputs"][key]["sha256"]:
+            raise InputError(str(p), None, "has changed since the package was built", "rebuild the package")
+    spec = load_model(str(model)).with_options(layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+    patches = pack_patches(pixels, spec)
+    if patches.shape[0] != m["batch"]:
+        raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images", f"the package runs batch {m['batch']}")
+    g = build_graph(spec, m["batch"])
+    tgt = load_target(str(target))
+    dev.policy = Policy.for_target(tgt, Mode.MIXED)
+    w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
+    t0 = time.perf_counter()
+    dev.call("initialize", w)
+    y = dev.call("run", {"patches": patches})[g.outputs[0]]
+    secs = time.perf_counter() - t0
+    cmp = None
+    if compare:
+        plan = json.loads((package.parent / "plan.json").read_text())
+        faithful = dataclasses.replace(Policy.for_target(tgt, Mode.MIXED), plan=plan["choices"])
+        t1 = time.perf_counter()
+        ref = run_graph(g, {"patches": patches}, w, faithful)[g.outputs[0]]
+        t2 = time.perf_counter()
+        mixed = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, Mode.MIXED))[g.outputs[0]]
+        t3 = time.perf_counter()
+        f32 = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, Mode.FP32))[g.outputs[0]]
+        diff = y != ref
+        cmp = {"plan_faithful": {"bit_exact": not diff.any(), "differing": int(diff.sum()), "elements": int(y.size),
+                                 "max_abs": float(np.abs(y - ref).max()), "seconds": round(t2 - t1, 2)},
+               "mixed": {"cosine": _cos(y, mixed), "max_abs": float(np.abs(y - mixed).max()),
+                         "seconds": round(t3 - t2, 2)},
+               "fp32": {"cosine": _cos(y, f32), "max_abs": float(np.abs(y - f32).max()),
+                        "reference_mixed_cosine": _cos(mixed, f32)},
+               "emulator_seconds": round(secs, 2),
+               "ratio_to_mixed_reference": round(secs / max(t3 - t2, 1e-9), 2)}
+    return RunResult(y, secs, cmp, dev.profile)
