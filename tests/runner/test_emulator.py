@@ -1,0 +1,103 @@
+"""The emulator: vit-small's package bit for bit equal to the plan-faithful mixed reference, cosine against fp32;
+a read of never-written bytes and a buffer moved onto a live neighbour stop with named errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ipuplan.ir.graph import DType
+from ipuplan.numerics import gemm, gemm_batched, round_to
+from ipuplan.package.archive import Archive, write_archive
+from ipuplan.runner import Device, Emulator, RunError
+from ipuplan.runner.job import run_package
+from tests.conftest import MODELS, ROOT
+from tests.tests_helpers import run_main
+
+SMALL = ROOT / "targets" / "small64.yaml"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("vsr")
+    assert run_main("build", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "2", "-o", d) == 0
+    x = np.random.default_rng(7).standard_normal((2, 3, 28, 28)).astype(np.float32)
+    np.save(d / "pixels.npy", x)
+    return d
+
+
+def _rewrite(src, dst, edit):
+    ar = Archive(src)
+    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
+    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
+    edit(man, arrays)
+    write_archive(dst, man, arrays)
+    return dst
+
+
+def test_bit_exact_with_the_plan_faithful_reference(built, cli, tmp_path):
+    r = cli("run", built / "model.ipupkg", "--pixels", built / "pixels.npy", "--compare", "--profile",
+            tmp_path / "profile.json", "-o", tmp_path / "y.npy")
+    assert r.code == 0, r.err
+    assert "BIT-EXACT" in r.out and "fp32 reference: cosine 0.99" in r.out
+    y = np.load(tmp_path / "y.npy")
+    assert y.shape == (2, 144) and np.isfinite(y).all()
+    r2 = cli("reference", MODELS / "vit-small.yaml", "--pixels", built / "pixels.npy", "--mode", "mixed", "--plan", built,
+             "-o", tmp_path / "ref.npy")
+    assert r2.code == 0 and np.array_equal(np.load(tmp_path / "ref.npy"), y)
+    assert (tmp_path / "profile.json").read_text().count('"kind"') > 50
+
+
+def test_plan_faithful_differs_from_plain_mixed_only_by_rounding(built):
+    x = np.load(built / "pixels.npy")
+    c = run_package(built / "model.ipupkg", x, compare=True).compare
+    assert c["plan_faithful"]["bit_exact"] and c["mixed"]["cosine"] > 0.9999 and c["fp32"]["cosine"] > 0.999
+
+
+def test_emulator_is_a_device(built):
+    dev = Emulator(None)
+    assert isinstance(dev, Device)
+    dev.load(built / "model.ipupkg")
+    with pytest.raises(ValueError, match="initialize and run"):
+        dev.call("train", {})
+
+
+def test_a_read_of_never_written_bytes_stops_named(built, tmp_path):
+    def edit(man, arrays):
+        man["bindings"] = [b for b in man["bindings"] if b["name"] != "layers.fc2.w"]
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    (tmp_path / "plan.json").write_bytes((built / "plan.json").read_bytes())
+    with pytest.raises(RunError, match=r"tile \d+ step \d+ \(encoder/fc2 gemm\) AmpGemmF16 vertex \d+: field w reads "
+                                       r"byte 0x[0-9a-f]+ of tile \d+, never written"):
+        run_package(bad, np.load(built / "pixels.npy"))
+
+
+def test_a_buffer_moved_onto_a_live_neighbour_is_refused(built, tmp_path, cli):
+    def edit(man, arrays):
+        names = man["buffer_names"]
+        name, addr, size = arrays["buffers/name"], arrays["buffers/addr"].copy(), arrays["buffers/size"]
+        group, first, last = arrays["buffers/group"], arrays["buffers/first"], arrays["buffers/last"]
+        a = next(i for i in range(len(addr)) if names[name[i]].endswith("(output)") and first[i] > 0)
+        b = next(i for i in range(len(addr)) if i != a and group[i] == group[a] and size[i] > 0
+                 and first[i] <= last[a] and first[a] <= last[i] and names[name[i]].endswith("(resident x2)"))
+        addr[a] = addr[b]
+        arrays["buffers/addr"] = addr
+    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    r = cli("run", bad, "--pixels", built / "pixels.npy")
+    assert r.code == 2 and "overlap in address and lifetime" in r.err
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 70), st.integers(1, 6), st.sampled_from([16, 32]),
+       st.booleans(), st.integers(0, 2**31))
+def test_batched_gemm_rounds_every_element_as_the_reference(v, m, k, n, chunk, fp8, seed):
+    rng = np.random.default_rng(seed)
+    d = DType.F143 if fp8 else DType.F16
+    x = round_to(rng.standard_normal((v, m, k)) * 4, d)
+    w = round_to(rng.standard_normal((v, k, n)) * 4, d)
+    acc = DType.F16 if fp8 else DType.F32
+    got = gemm_batched(x, w, acc, chunk)
+    want = np.stack([gemm(x[i], w[i], acc, chunk) for i in range(v)])
+    assert np.array_equal(got, want)
