@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from ipuplan.package.archive import Archive, write_archive  # noqa: E402
+from ipuplan.package.archive import rewrite  # noqa: E402
 
 MODELS = {"siglip": "models/siglip.yaml", "pe": "models/pe.yaml", "vit-small": "models/vit-small.yaml"}
 
@@ -31,17 +31,9 @@ def run(cmd: list[str]) -> tuple[int, float, str, int]:
     """(exit code, wall seconds, stdout + stderr, peak RSS KiB) of a command."""
     t = time.perf_counter()
     p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
-    peak = int(p.stderr.strip().splitlines()[-1]) if p.stderr.strip().splitlines()[-1].isdigit() else 0
-    return p.returncode, time.perf_counter() - t, p.stdout + p.stderr, peak
-
-
-def rewrite(src: Path, dst: Path, edit) -> Path:
-    ar = Archive(src)
-    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
-    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
-    edit(man, arrays)
-    write_archive(dst, man, arrays)
-    return dst
+    err = p.stderr.strip().splitlines()
+    peak = int(err[-1]) if err and err[-1].isdigit() else 0
+    return p.returncode, time.perf_counter() - t, p.stdout + "\n".join(err[:-1] if peak else err), peak
 
 
 def corruptions(pkg: Path, work: Path) -> list[tuple[str, Path]]:

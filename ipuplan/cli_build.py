@@ -107,6 +107,9 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
     import numpy as np
     np.save(dest, r.output.astype(np.float32))
     out.print(f"wrote {dest}: {list(r.output.shape)} float32; emulator {r.seconds:.1f} s")
+    t = r.profile["total"]
+    out.print(f"modeled {t['cycles']:,} cycles (compute {t['compute']:,}, exchange {t['exchange']:,}, sync "
+              f"{t['sync']:,}) over {len(r.profile['supersteps'])} supersteps; the plan's {r.profile['modeled_cycles']:,}")
     if profile:
         Path(profile).write_text(json.dumps(r.profile, indent=1))
     if r.compare:

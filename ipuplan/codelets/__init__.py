@@ -1,6 +1,8 @@
 """Per-tile kernels, one module per family: operand classes, padding, scratch, code and descriptor bytes,
 cycles (and, for the runner, semantics). The planner, the backend and the runner all read them here."""
 
+import numpy as np
+
 from ..ir.graph import OpKind
 from ..target import Target
 from .base import Codelet, Cost, VectorCost, exchange_cost, exchange_cycles
@@ -33,6 +35,17 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
 }
 
 
+def transfers_cost(target: Target, trs) -> Cost:
+    """One exchange superstep moving the given transfers (layout.Transfer): the busiest tile's bytes and
+    pieces, its sync, and the local copies' cycles."""
+    send = sum(t.send for t in trs)
+    recv = sum(t.recv for t in trs)
+    pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)
+    local = sum(t.local for t in trs)
+    copy = vector.cycles(target, "copy", int(local.max())) if local.any() else 0
+    return exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + Cost(copy)
+
+
 def code_bytes(target: Target) -> int:
     """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses)."""
     return target.runtime_code_bytes + sum(c.code_bytes for c in ALL)
@@ -45,4 +58,4 @@ def program_bytes(target: Target, kinds) -> int:
 
 
 __all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cost",
-           "exchange_cycles", "gemm", "program_bytes", "vector"]
+           "exchange_cycles", "gemm", "program_bytes", "transfers_cost", "vector"]

@@ -113,3 +113,14 @@ class Archive:
         """Every member against its digest (reading a member checks it too)."""
         for name in self.manifest["members"]:
             self.array(name)
+
+
+def rewrite(src: Path | str, dst: Path | str, edit) -> Path:
+    """A copy of package `src` with `edit(manifest, arrays)` applied and every digest recomputed: how fault
+    injection makes an altered package that only validation and the replay can catch."""
+    ar = Archive(src)
+    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
+    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
+    edit(man, arrays)
+    write_archive(Path(dst), man, arrays)
+    return Path(dst)

@@ -32,7 +32,13 @@ def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
               "fuse_qkv": doc["fuse_qkv"],
               "inputs": doc["inputs"], "plan": {"file": "plan.json", "sha256": sha256(out_dir / "plan.json")},
               "placement": {"file": "placement.json", "sha256": sha256(out_dir / "placement.json")},
-              "body": prog.info["body"], "modeled_cycles": doc.get("cycles", {}).get("total")}
+              "body": prog.info["body"], "modeled_cycles": doc["cycles"]["modeled"],
+              "modeled_steps": prog.info["modeled_steps"]}
+    body = prog.info["body"]
+    per = [sum(c) for c in prog.info["modeled_steps"]]
+    total = sum(per) + (prog.count - 1) * sum(per[body[0]:body[1] + 1]) if body else sum(per)
+    if total != doc["cycles"]["modeled"]:  # the steps carry exactly the costs the objective adds up
+        raise RuntimeError(f"the program's steps model {total:,} cycles, the plan {doc['cycles']['modeled']:,}")
     path = out_dir / PACKAGE
     size = write_package(path, prog, p.target, header)
     t3 = time.perf_counter()

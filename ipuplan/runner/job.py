@@ -87,4 +87,24 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
                         "reference_mixed_cosine": _cos(mixed, f32)},
                "emulator_seconds": round(secs, 2),
                "ratio_to_mixed_reference": round(secs / max(t3 - t2, 1e-9), 2)}
-    return RunResult(y, secs, cmp, dev.profile)
+    return RunResult(y, secs, cmp, profile(m, dev.profile))
+
+
+def profile(m: dict, executed: list[dict]) -> dict:
+    """Per superstep (plan step, iteration): the modeled cycles of its slowest tile (compute, exchange, sync:
+    the codelets' and the exchange's costs, as the plan's objective adds them) and the emulator's seconds.
+    The modeled cycles add up to the plan's."""
+    names, per = m["step_names"], m["modeled_steps"]
+    wall: dict[tuple[int, int], float] = {}
+    for e in executed:
+        k = (e["plan_step"], e["iteration"])
+        wall[k] = wall.get(k, 0.0) + e["seconds"]
+    body = m.get("body")
+    order = [(s, 0) for s in range(len(names))] if not body else (
+        [(s, 0) for s in range(body[0])] + [(s, it) for it in range(m["count"]) for s in range(body[0], body[1] + 1)]
+        + [(s, 0) for s in range(body[1] + 1, len(names))])
+    rows = [{"plan_step": s, "name": names[s], "iteration": it, "compute": per[s][0], "exchange": per[s][1],
+             "sync": per[s][2], "emulator_seconds": round(wall.get((s, it), 0.0), 4)} for s, it in order]
+    tot = {k: sum(r[k] for r in rows) for k in ("compute", "exchange", "sync")}
+    return {"model": m["model"], "batch": m["batch"], "layers": m["layers"], "modeled_cycles": m["modeled_cycles"],
+            "total": {**tot, "cycles": sum(tot.values())}, "supersteps": rows}

@@ -201,12 +201,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         return xfer_cache[key]
 
     def xcost(*trs: Transfer) -> cl.Cost:
-        send = sum(t.send for t in trs)
-        recv = sum(t.recv for t in trs)
-        pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)
-        local = sum(t.local for t in trs)
-        copy = cl.vector.cycles(target, "copy", int(local.max())) if local.any() else 0
-        return cl.exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + cl.Cost(copy)
+        return cl.transfers_cost(target, trs)
 
     def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False) -> None:
         """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""

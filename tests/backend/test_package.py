@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ipuplan.check.package import check_package
-from ipuplan.package.archive import Archive, PackageError, write_archive
+from ipuplan.package.archive import PackageError, rewrite
 from ipuplan.package.io import read_package
 from ipuplan.package.validate import validate
 from tests.conftest import MODELS, ROOT
@@ -25,16 +25,6 @@ def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("vsb")
     assert run_main("build", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "2", "-o", d) == 0
     return d
-
-
-def _rewrite(src, dst, edit):
-    """Copy a package with `edit(manifest, arrays)` applied and every checksum recomputed."""
-    ar = Archive(src)
-    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
-    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
-    edit(man, arrays)
-    write_archive(dst, man, arrays)
-    return dst
 
 
 def _check(path):
@@ -91,7 +81,7 @@ def test_address_moved_out_of_its_buffer_fails_validation(built, tmp_path):
         a = arrays[f"{s['key']}/0/addr"].copy()
         a[3, 2] += 1 << 16  # the output field of vertex 3, far past its buffer
         arrays[f"{s['key']}/0/addr"] = a
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     with pytest.raises(PackageError, match=r"tile \d+ compute set \d+ .* vertex 3: field out .* is not inside a buffer"):
         _check(bad)
 
@@ -103,7 +93,7 @@ def test_operand_shifted_a_row_fails(built, tmp_path):
         a = arrays[f"{s['key']}/0/addr"].copy()
         a[0, 0] += arrays[f"{s['key']}/0/pitch"][0, 0]
         arrays[f"{s['key']}/0/addr"] = a
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     try:
         ok, _, why = _check(bad)
     except PackageError as e:
@@ -117,7 +107,7 @@ def test_compute_set_of_another_op_fails_the_replay(built, tmp_path):
     def edit(man, arrays):
         gemms = [s for s in man["steps"] if s["kind"] == "compute" and s["name"] == "gemm" and "encoder/" in s["op"]]
         gemms[0]["op"] = gemms[1]["op"]
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     ok, _, why = _check(bad)
     assert not ok and "expected" in why
 
@@ -130,7 +120,7 @@ def test_exchange_destination_shift_fails_the_replay(built, tmp_path):
         j = int(np.argmax(n))
         d[j, 0] += 4  # one word later: still inside the buffer, every element off by one word
         arrays[f"{s['key']}/dst_addr"] = d
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     try:
         ok, _, why = _check(bad)
     except PackageError as e:
@@ -142,7 +132,7 @@ def test_exchange_destination_shift_fails_the_replay(built, tmp_path):
 def test_missing_binding_is_named(built, tmp_path):
     def edit(man, arrays):
         man["bindings"] = [b for b in man["bindings"] if b["name"] != "layers.fc1.w"]
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     ok, _, why = _check(bad)
     assert not ok and "never written" in why and "layers.fc1.w" in why
 

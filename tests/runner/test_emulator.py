@@ -3,6 +3,8 @@ a read of never-written bytes and a buffer moved onto a live neighbour stop with
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from ipuplan.ir.graph import DType
 from ipuplan.numerics import gemm, gemm_batched, round_to
-from ipuplan.package.archive import Archive, write_archive
+from ipuplan.package.archive import rewrite
 from ipuplan.runner import Device, Emulator, RunError
 from ipuplan.runner.job import run_package
 from tests.conftest import MODELS, ROOT
@@ -28,15 +30,6 @@ def built(tmp_path_factory):
     return d
 
 
-def _rewrite(src, dst, edit):
-    ar = Archive(src)
-    arrays = {n: ar.array(n) for n in ar.manifest["members"]}
-    man = {k: v for k, v in ar.manifest.items() if k not in ("members", "format")}
-    edit(man, arrays)
-    write_archive(dst, man, arrays)
-    return dst
-
-
 def test_bit_exact_with_the_plan_faithful_reference(built, cli, tmp_path):
     r = cli("run", built / "model.ipupkg", "--pixels", built / "pixels.npy", "--compare", "--profile",
             tmp_path / "profile.json", "-o", tmp_path / "y.npy")
@@ -47,7 +40,10 @@ def test_bit_exact_with_the_plan_faithful_reference(built, cli, tmp_path):
     r2 = cli("reference", MODELS / "vit-small.yaml", "--pixels", built / "pixels.npy", "--mode", "mixed", "--plan", built,
              "-o", tmp_path / "ref.npy")
     assert r2.code == 0 and np.array_equal(np.load(tmp_path / "ref.npy"), y)
-    assert (tmp_path / "profile.json").read_text().count('"kind"') > 50
+    prof = json.loads((tmp_path / "profile.json").read_text())
+    plan = json.loads((built / "plan.json").read_text())
+    assert prof["total"]["cycles"] == prof["modeled_cycles"] == plan["cycles"]["modeled"]
+    assert len(prof["supersteps"]) > 40 and "the plan's" in r.out
 
 
 def test_plan_faithful_differs_from_plain_mixed_only_by_rounding(built):
@@ -67,7 +63,7 @@ def test_emulator_is_a_device(built):
 def test_a_read_of_never_written_bytes_stops_named(built, tmp_path):
     def edit(man, arrays):
         man["bindings"] = [b for b in man["bindings"] if b["name"] != "layers.fc2.w"]
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     (tmp_path / "plan.json").write_bytes((built / "plan.json").read_bytes())
     with pytest.raises(RunError, match=r"tile \d+ step \d+ \(encoder/fc2 gemm\) AmpGemmF16 vertex \d+: field w reads "
                                        r"byte 0x[0-9a-f]+ of tile \d+, never written"):
@@ -84,7 +80,7 @@ def test_a_buffer_moved_onto_a_live_neighbour_is_refused(built, tmp_path, cli):
                  and first[i] <= last[a] and first[a] <= last[i] and names[name[i]].endswith("(resident x2)"))
         addr[a] = addr[b]
         arrays["buffers/addr"] = addr
-    bad = _rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     r = cli("run", bad, "--pixels", built / "pixels.npy")
     assert r.code == 2 and "overlap in address and lifetime" in r.err
 
