@@ -33,7 +33,8 @@ def run(cmd: list[str]) -> tuple[int, float, str, int]:
     p = subprocess.run(["/usr/bin/time", "-f", "%M", *cmd], capture_output=True, text=True)
     err = p.stderr.strip().splitlines()
     peak = int(err[-1]) if err and err[-1].isdigit() else 0
-    return p.returncode, time.perf_counter() - t, p.stdout + "\n".join(err[:-1] if peak else err), peak
+    err = [line for line in (err[:-1] if peak else err) if not line.startswith("Command exited with")]
+    return p.returncode, time.perf_counter() - t, p.stdout + "\n".join(err), peak
 
 
 def corruptions(pkg: Path, work: Path) -> list[tuple[str, Path]]:

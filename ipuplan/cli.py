@@ -464,7 +464,7 @@ def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV 
     raise typer.Exit(3)
 
 
-from . import cli_build  # noqa: E402,F401  (build and export register on `app`)
+from . import cli_build, cli_sweep  # noqa: E402,F401  (build, export, run and sweep register on `app`)
 
 
 def main() -> None:

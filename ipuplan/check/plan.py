@@ -82,7 +82,7 @@ class Limits:
             mm = target.memory_map
             support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target) - mm.code_window_bytes)
                        + codelets.program_bytes(target, kinds))
-        headroom = integer(o, "headroom", f"{where}.options", 0, max(0, usable - support - 1))
+        headroom = integer(o, "headroom", f"{where}.options", 0, usable - 1)  # as `solve` accepts it
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
                    target.exchange_fragments_max, reserve is None, target.region0_element_bytes,
                    target.memory_map.table_guard_bytes)

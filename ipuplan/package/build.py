@@ -18,7 +18,7 @@ PACKAGE = "model.ipupkg"
 
 def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = None):
     """(solve result, plan document, build summary or None when the verdict is not FIT)."""
-    from ..backend.lower import lower
+    from ..backend.lower.lower import lower
     t0 = time.perf_counter()
     result, doc = run_solve(job, out_dir, report)
     (out_dir / PACKAGE).unlink(missing_ok=True)

@@ -171,15 +171,28 @@ def test_support_reserve_reproduces_seed_accounting(cli, tmp_path):
 
 
 @pytest.mark.slow
-def test_full_siglip_batch2_fits_and_checks(cli, tmp_path):
-    code, doc = _solve(cli, tmp_path / "sig", MODELS / "siglip.yaml", "--batch", "2")
-    assert code == 0, doc.get("verdict")
+def test_full_siglip_batch2_builds_and_checks(cli, tmp_path):
+    """The default job at full size: FIT, placed, lowered to a package that validates and replays."""
+    r = cli("build", MODELS / "siglip.yaml", "--batch", "2", "-o", tmp_path / "sig")
+    assert r.code == 0 and "BUILT" in r.out, r.out
+    doc = json.loads((tmp_path / "sig" / "plan.json").read_text())
     assert doc["layers"] == 27 and doc["peaks"]["total"]["bytes"] <= 637_872 and doc["slack"]["bytes"] > 0
     assert doc["placement"]["tiles"] == 1472 and (tmp_path / "sig" / "placement.json").exists()
     rep = check_plan(doc)
     assert rep.ok, rep.violations
     r = cli("check", tmp_path / "sig")
     assert r.code == 0 and "CHECK PASSED" in r.out and "every buffer of all 1472 tiles at an address" in r.out
+    assert "PACKAGE CHECK PASSED" in r.out and "iterations [0, 1, 26] of 27" in r.out
+
+
+def test_package_checker_imports_no_backend_code():
+    """The replay reads the package format; it never loads the lowering, the catalogue or the solver."""
+    import subprocess
+    import sys
+    code = ("import sys, ipuplan.check.package, ipuplan.check.replay, ipuplan.package.io, ipuplan.package.validate; "
+            "bad = [m for m in sys.modules if m.startswith(('ipuplan.solver', 'ipuplan.catalogue', "
+            "'ipuplan.backend.lower.lower', 'ipuplan.backend.placement', 'ortools'))]; assert not bad, bad")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
 
 
 def test_checker_does_not_import_the_solver():

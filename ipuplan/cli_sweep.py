@@ -1,0 +1,58 @@
+"""`ipuplan sweep`: a verdict grid on Ray, with a progress bar, a table, DIR/sweep.json and DIR/sweep.csv."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from .cli import _target_path, app, err, out
+from .errors import InputError
+
+
+@app.command()
+def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
+          batch: str = typer.Option("1,2,4,8", "--batch", help="batches, comma-separated"),
+          layers: Optional[str] = typer.Option(None, "--layers", help="depths, comma-separated (`full`: the model's)"),
+          target: Optional[List[str]] = typer.Option(None, "--target", help="target YAML (repeatable)"),
+          sets: Optional[List[str]] = typer.Option(None, "--set", help="KEY=V1,V2: a solve option's values (repeatable)"),
+          workers: Optional[int] = typer.Option(None, "--workers", help="local Ray workers (default: the cores)"),
+          address: Optional[str] = typer.Option(None, "--address", help="join this Ray cluster instead"),
+          retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed or killed cases again"),
+          output: str = typer.Option(..., "-o", "--output", help="sweep directory")) -> None:
+    """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .sweep.cases import grid
+    from .sweep.run import run_sweep
+
+    if workers is not None and workers < 1:
+        raise InputError("--workers", None, f"{workers} is not positive", "give 1 or more")
+    cases = grid(list(models), [_target_path(t) for t in (target or [None])], batch, layers, list(sets or []))
+    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = bar.add_task("starting", total=len(cases))
+
+        def progress(counts: dict, done: int, total: int) -> None:
+            bar.update(task, completed=done, description=" · ".join(f"{k} {v}" for k, v in counts.items()))
+
+        records = run_sweep(cases, Path(output), workers, address, retry_failed, progress)
+    t = Table("model", "target", "batch", "depth", "set", "verdict", "ms", "slack B", "checked", "s")
+    for col in t.columns:
+        col.overflow = "fold"
+    for r in records:
+        verdict = r.get("verdict") or f"[red]{r['status']}[/]: {(r.get('error') or '')[:40]}"
+        t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["batch"]), str(r["layers"] or "full"),
+                  " ".join(f"{k}={v}" for k, v in r["settings"].items()), verdict,
+                  f"{r['modeled_ms']:.3f}" if r.get("modeled_ms") else "",
+                  f"{r['slack_bytes']:,}" if r.get("slack_bytes") is not None else "",
+                  {True: "yes", False: "[red]NO[/]", None: ""}[r.get("checked")], f"{r.get('solve_seconds', 0):.0f}")
+    out.print(t, width=max(out.width, 150))
+    resumed = sum(1 for r in records if r.get("resumed"))
+    failed = [r for r in records if r["status"] != "done"]
+    out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "
+              f"{Path(output) / 'sweep.csv'}")
+    if failed or any(r.get("checked") is False for r in records):
+        raise typer.Exit(1)

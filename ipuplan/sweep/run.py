@@ -1,0 +1,135 @@
+"""Run a sweep on Ray: every case `ipuplan solve` and `ipuplan check` in its own process, as a Ray task on a
+local instance sized to the machine or on a cluster (`address`); finished cases are kept (resumable), a
+failed or killed case is recorded as failed and re-run only when asked."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from .cases import Case
+
+VERDICTS = ("FIT", "INFEASIBLE", "UNKNOWN")
+
+
+def execute(case: Case, out: str, cwd: str) -> dict:
+    """One case, in a Ray worker: solve, then check what the verdict produced; case.json beside its artefacts."""
+    out_p = Path(out)
+    out_p.mkdir(parents=True, exist_ok=True)
+    rec: dict = {"name": case.name, **case.record(), "status": "failed"}
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "ipuplan.cli", "solve", *case.solve_args(), "-o", out, "--no-explain"],
+                       cwd=cwd, capture_output=True, text=True)
+    rec["solve_seconds"] = round(time.perf_counter() - t0, 2)
+    rec["exit"] = p.returncode
+    doc_path = out_p / ("plan.json" if p.returncode == 0 else "verdict.json")
+    if p.returncode not in (0, 1, 3) or not doc_path.exists():
+        rec["error"] = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
+        (out_p / "case.json").write_text(json.dumps(rec, indent=1))
+        return rec
+    doc = json.loads(doc_path.read_text())
+    rec["status"], rec["verdict"] = "done", doc["verdict"]
+    cyc = doc.get("cycles") or {}
+    rec["modeled_cycles"], rec["modeled_ms"] = cyc.get("modeled"), cyc.get("ms")
+    rec["peak_bytes"] = (doc.get("peaks") or {}).get("total", {}).get("bytes")
+    rec["slack_bytes"] = (doc.get("slack") or {}).get("bytes")
+    rec["certificate"] = (doc.get("core") or {}).get("certificate", {}).get("kind") or \
+        ("machine" if doc.get("machine") and doc["verdict"] == "INFEASIBLE" else None)
+    if rec["verdict"] == "UNKNOWN":
+        rec["reason"] = (doc.get("unknown") or {}).get("reason")
+    if rec["verdict"] in ("FIT", "INFEASIBLE") and (out_p / ("plan.json" if rec["verdict"] == "FIT" else
+                                                             "certificate.json")).exists():
+        t1 = time.perf_counter()
+        c = subprocess.run([sys.executable, "-m", "ipuplan.cli", "check", out], cwd=cwd, capture_output=True, text=True)
+        rec["checked"] = c.returncode == 0
+        rec["check_seconds"] = round(time.perf_counter() - t1, 2)
+    (out_p / "case.json").write_text(json.dumps(rec, indent=1))
+    return rec
+
+
+def _load(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, address: str | None = None,
+              retry_failed: bool = False, progress: Callable[[dict, int, int], None] | None = None) -> list[dict]:
+    """Every case's record, in grid order; only cases without a finished record are solved."""
+    out_dir = out_dir.resolve()
+    cwd = str(Path.cwd().resolve())
+    results: dict[str, dict] = {}
+    todo = []
+    for c in cases:
+        rec = _load(out_dir / "cases" / c.name / "case.json")
+        if rec and (rec.get("status") == "done" or (rec.get("status") == "failed" and not retry_failed)):
+            results[c.name] = dict(rec, resumed=True)
+        else:
+            todo.append(c)
+    done = len(results)
+    if progress:
+        progress(_counts(results), done, len(cases))
+    if todo:
+        import ray
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        started = not ray.is_initialized()
+        if started:
+            ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
+                     include_dashboard=False, log_to_driver=False)
+        task = ray.remote(num_cpus=1, max_retries=0)(execute)
+        pending = {task.remote(c, str(out_dir / "cases" / c.name), cwd): c for c in todo}
+        try:
+            while pending:
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                for ref in ready:
+                    c = pending.pop(ref)
+                    try:
+                        rec = ray.get(ref)
+                    except ray.exceptions.RayError as e:  # the worker died or the task raised
+                        rec = {"name": c.name, **c.record(), "status": "failed",
+                               "error": str(e).strip().splitlines()[-1][:300]}
+                        d = out_dir / "cases" / c.name
+                        d.mkdir(parents=True, exist_ok=True)
+                        (d / "case.json").write_text(json.dumps(rec, indent=1))
+                    results[c.name] = rec
+                    done += 1
+                    write_results(out_dir, [results[x.name] for x in cases if x.name in results])
+                    if progress:
+                        progress(_counts(results), done, len(cases))
+        finally:
+            if started:
+                ray.shutdown()
+    records = [results[c.name] for c in cases]
+    write_results(out_dir, records)
+    return records
+
+
+def _counts(results: dict) -> dict:
+    out = {v: 0 for v in VERDICTS}
+    out["failed"] = 0
+    for r in results.values():
+        out[r.get("verdict") if r.get("status") == "done" else "failed"] += 1
+    return out
+
+
+COLUMNS = ("name", "model", "target", "batch", "layers", "settings", "status", "verdict", "certificate", "checked",
+           "modeled_cycles", "modeled_ms", "peak_bytes", "slack_bytes", "solve_seconds", "check_seconds", "error")
+
+
+def write_results(out_dir: Path, records: list[dict]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / "sweep.json.tmp"
+    tmp.write_text(json.dumps({"format": "ipuplan-sweep/1", "cases": records}, indent=1))
+    tmp.replace(out_dir / "sweep.json")
+    with open(out_dir / "sweep.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for r in records:
+            w.writerow([json.dumps(r.get(k)) if k == "settings" else r.get(k, "") for k in COLUMNS])
