@@ -15,7 +15,7 @@ from math import ceil
 import numpy as np
 
 from ..ir.graph import DType
-from ..numerics import gemm_batched, round_to
+from ..numerics import gemm_shared, round_to
 from ..target import Target
 from .base import Codelet, VectorCost
 from .gemm import N_MULTIPLE
@@ -81,12 +81,12 @@ def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: 
     sc = np.float32(scale)
     for p0 in range(0, S, panel):
         kt = np.ascontiguousarray(np.swapaxes(k[:, p0:p0 + panel], 1, 2))
-        s = (gemm_batched(q, kt, DType.F32, chunk) * sc).astype(np.float32)
+        s = (gemm_shared(q, kt, DType.F32, chunk) * sc).astype(np.float32)
         mn = np.maximum(m, s.max(2))
         a = np.exp(m - mn).astype(np.float32)
         p = np.exp(s - mn[..., None]).astype(np.float32)
         den = (den * a + p.sum(2, dtype=np.float32)).astype(np.float32)
-        pv = gemm_batched(round_to(p, DType.F16), v[:, p0:p0 + panel], DType.F32, chunk)
+        pv = gemm_shared(round_to(p, DType.F16), np.ascontiguousarray(v[:, p0:p0 + panel]), DType.F32, chunk)
         acc = (acc * a[..., None] + pv).astype(np.float32)
         m = mn
     return acc, m, den

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..ir.graph import DType
 from ..numerics import gemm as gemm_numerics
-from ..numerics import gemm_batched
+from ..numerics import gemm_groups
 from ..target import Target
 from .base import CODE_DTYPE, Codelet, VectorCost
 
@@ -77,9 +77,9 @@ def add_partials(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def execute_gemm(v, pol) -> None:
     """AmpGemmF16/F8 on a group of vertices (`v`: the runner's field access)."""
     xdt, wdt = CODE_DTYPE[int(v.params[0, 2])], CODE_DTYPE[int(v.params[0, 3])]
-    x, w = v.read("x", xdt), v.read("w", wdt)
+    x, (wu, inv) = v.read("x", xdt), v.read_unique("w", wdt)
     acc = pol.accumulation["f8" if xdt in ("f143", "f152") else "f16"]
-    y = gemm_batched(x, w, acc, pol.chunk)
+    y = gemm_groups(x, wu, inv, acc, pol.chunk)
     if v.params[0, 1]:
         v.write("out", y, "f32")
         return

@@ -28,8 +28,7 @@ class FieldAccess:
         self.mem, self.v, self.sel, self.fields, self.it = mem, v, sel, fields, it
         self.params = v.params[sel]
         self.tile = v.tile[sel]
-        self.slabs = Slabs(mem, lambda k: where(int(sel[k])))
-        self._where = where
+        self._where = lambda k: where(int(sel[k]))
 
     def _f(self, field: str) -> int:
         return self.fields.index(field)
@@ -43,43 +42,42 @@ class FieldAccess:
     def rows(self, field: str) -> int:
         return int(self.v.rows[self.sel[0], self._f(field)])
 
-    def _idx(self, field: str, rows: int | None = None, nbytes: int | None = None) -> np.ndarray:
+    def _slabs(self, field: str, rows: int | None = None, nbytes: int | None = None) -> Slabs:
         f = self._f(field)
         if not self.used(field):
-            raise RunError(f"{self._where(int(self.sel[0]))}: field {field} is not bound")
+            raise RunError(f"{self._where(0)}: field {field} is not bound")
         a = self.v.addr[self.sel, f] + self.it * self.v.stride[self.sel, f]
-        return self.mem.index(self.tile, a, self.rows(field) if rows is None else rows,
-                              self.nbytes(field) if nbytes is None else nbytes, self.v.pitch[self.sel, f])
+        return Slabs(self.mem, self.tile, a, self.rows(field) if rows is None else rows,
+                     self.nbytes(field) if nbytes is None else nbytes, self.v.pitch[self.sel, f], self._where,
+                     f"field {field}")
 
     def read(self, field: str, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
-        idx = self._idx(field)
-        if rows_ok is not None:  # rows the codelet skips need not have been written
-            ok = self.mem.wflat[idx] | ~rows_ok[:, :, None]
-            if not ok.all():
-                self.slabs.read(idx[~ok.all((1, 2))][:1], dtype, f"field {field}")
-            return np.ascontiguousarray(self.mem.flat[idx]).view(NP[dtype]).astype(np.float32)
-        return self.slabs.read(idx, dtype, f"field {field}")
+        return self._slabs(field).read(dtype, rows_ok)
+
+    def read_unique(self, field: str, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        return self._slabs(field).read_unique(dtype)
 
     def write(self, field: str, values: np.ndarray, dtype: str) -> None:
-        idx = self._idx(field)
-        n = idx.shape[2] // np.dtype(NP[dtype]).itemsize
-        self.slabs.write(idx, _stored(np.broadcast_to(values, idx.shape[:2] + (n,)), dtype), dtype)
+        s = self._slabs(field)
+        n = self.nbytes(field) // np.dtype(NP[dtype]).itemsize
+        s.write(_stored(np.broadcast_to(values, (len(self.sel), self.rows(field), n)), dtype), dtype)
 
     def read_flat(self, field: str, dtype: str, count: int) -> np.ndarray:
-        idx = self._idx(field, 1, count * np.dtype(NP[dtype]).itemsize)
-        return self.slabs.read(idx, dtype, f"field {field}").reshape(len(self.sel), count)
+        s = self._slabs(field, 1, count * np.dtype(NP[dtype]).itemsize)
+        return s.read(dtype).reshape(len(self.sel), count)
 
     def write_flat(self, field: str, values: np.ndarray, dtype: str) -> None:
         values = np.asarray(values)
-        idx = self._idx(field, 1, values.shape[1] * np.dtype(NP[dtype]).itemsize)
-        self.slabs.write(idx, _stored(values.reshape(len(self.sel), 1, -1), dtype), dtype)
+        s = self._slabs(field, 1, values.shape[1] * np.dtype(NP[dtype]).itemsize)
+        s.write(_stored(values.reshape(len(self.sel), 1, -1), dtype), dtype)
 
     def copy(self, src: str, dst: str) -> None:
-        s, d = self._idx(src), self._idx(dst)
-        if s.shape[1] != d.shape[1]:
-            s = np.broadcast_to(s[:, :1], d.shape)  # one source row over every destination row
-        self.mem.flat[d] = self.mem.flat[s]
-        self.mem.wflat[d] = self.mem.wflat[s]
+        s, d = self._slabs(src), self._slabs(dst)
+        for sd, sf, dd, df in zip(s.data, s.flags, d.data, d.flags):
+            if sd.shape[0] != dd.shape[0]:  # one source row over every destination row
+                sd, sf = sd[:1], sf[:1]
+            dd[...] = sd.copy()
+            df[...] = sf.copy()
 
 
 def _stored(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -149,15 +147,27 @@ class Emulator(Device):
         return e, np.repeat(s.tile[runs, r], cnt), a
 
     def _write_binding(self, b, logical: np.ndarray) -> None:
+        """Each slab record: rows of n elements, strided in the tensor and at its pitch on the tile."""
         x = np.asarray(logical, np.float32).reshape(b.count, -1)
-        esize = np.dtype(NP[b.dtype]).itemsize
+        es = np.dtype(NP[b.dtype]).itemsize
+        s = b.slabs
+        mem = self.mem
         for it in range(b.count):
             raw = np.ascontiguousarray(round_to(x[it], _DT[b.dtype], b.scale).astype(NP[b.dtype])).view(np.uint8)
-            for r in range(b.slabs.tile.shape[1]):
-                e, tile, a = self._runs(b, it, r)
-                idx = self.mem.runs(tile, a, np.full(len(a), esize))
-                self.mem.flat[idx] = raw.reshape(-1, esize)[e].ravel()
-                self.mem.wflat[idx] = True
+            for r in range(s.tile.shape[1]):
+                ok = np.flatnonzero(s.tile[:, r] >= 0)
+                addr = s.addr[ok, r] + it * s.stride[ok, r]
+                off = mem.check(s.tile[ok, r], addr, 1, 1, s.pitch[ok])
+                for i, t, o in zip(ok.tolist(), s.tile[ok, r].tolist(), off.tolist()):
+                    rows, n, p = int(s.rows[i]), int(s.n[i]) * es, int(s.pitch[i])
+                    if o + (rows - 1) * p + n > mem.size:
+                        raise RunError(f"tile {t}: binding {b.name} runs past the tile's memory")
+                    src = np.lib.stride_tricks.as_strided(raw[int(s.e0[i]) * es:], shape=(rows, n),
+                                                          strides=(int(s.estride[i]) * es, 1))
+                    dst = np.lib.stride_tricks.as_strided(mem.bytes[t, o:], shape=(rows, n), strides=(p, 1))
+                    flag = np.lib.stride_tricks.as_strided(mem.written[t, o:], shape=(rows, n), strides=(p, 1))
+                    dst[...] = src
+                    flag[...] = True
 
     def _read_binding(self, b) -> np.ndarray:
         esize = np.dtype(NP[b.dtype]).itemsize
@@ -208,16 +218,21 @@ class Emulator(Device):
                 self.progress(f"{s.op} {s.name}", self._done, self._total)
 
     def _exchange(self, s, it: int) -> None:
-        src = self.mem.runs(s.src, s.src_addr + it * s.src_stride, s.nbytes)
-        data, flags = self.mem.flat[src], self.mem.wflat[src]
-        starts = np.cumsum(s.nbytes) - s.nbytes
+        """Every run's words (and their shadow) read from its source, then written to each destination."""
+        mem = self.mem
+        src = mem.word_runs(s.src, s.src_addr + it * s.src_stride, s.nbytes)
+        data, flags = mem.words[src], mem.wwords[src]
+        n = s.nbytes // 4
+        starts = np.cumsum(n) - n
         for r in range(s.dst.shape[1]):
             ok = s.dst[:, r] >= 0
-            n = s.nbytes[ok]
-            dst = self.mem.runs(s.dst[ok, r], s.dst_addr[ok, r], n)
-            pick = np.repeat(starts[ok] - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
-            self.mem.flat[dst] = data[pick]
-            self.mem.wflat[dst] = flags[pick]
+            dst = mem.word_runs(s.dst[ok, r], s.dst_addr[ok, r], s.nbytes[ok])
+            if ok.all():
+                mem.words[dst], mem.wwords[dst] = data, flags
+                continue
+            m = n[ok]
+            pick = np.repeat(starts[ok] - np.cumsum(m) + m, m) + np.arange(int(m.sum()))
+            mem.words[dst], mem.wwords[dst] = data[pick], flags[pick]
 
     def _compute(self, cs, it: int, where: str) -> None:
         for v in cs.vertices:

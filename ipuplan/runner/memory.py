@@ -3,12 +3,28 @@ been written since its buffer's lifetime began, and slab access for groups of eq
 
 from __future__ import annotations
 
+from typing import Callable
+
 import ml_dtypes
 import numpy as np
 
 from ..errors import IpuplanError
 
 NP = {"f32": np.float32, "f16": np.float16, "f143": ml_dtypes.float8_e4m3fnuz, "f152": ml_dtypes.float8_e5m2fnuz}
+# every bit pattern of the narrow types as float32: a table look-up decodes them (exactly, and fast)
+_LUT = {"f16": np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32),
+        "f143": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fnuz).astype(np.float32),
+        "f152": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e5m2fnuz).astype(np.float32)}
+
+
+def decode(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """Bytes [..., n * itemsize] as float32 values [..., n]."""
+    raw = np.ascontiguousarray(raw)
+    if dtype == "f32":
+        return raw.view(np.float32).copy()
+    if dtype == "f16":
+        return _LUT["f16"][raw.view(np.uint16)]
+    return _LUT[dtype][raw]
 
 
 class RunError(IpuplanError):
@@ -25,6 +41,21 @@ class TileMemory:
         self.written = np.zeros((tiles, self.size), bool)
         self.flat = self.bytes.reshape(-1)
         self.wflat = self.written.reshape(-1)
+        # exchanges move whole 32-bit words: the same memory (and shadow) as words
+        self.words = self.flat.view(np.uint32)
+        self.wwords = self.wflat.view(np.uint32)
+
+    def word_runs(self, tile, addr, nbytes) -> np.ndarray:
+        """Flat word indices of ragged runs of whole words, concatenated."""
+        n = np.asarray(nbytes, np.int64) // 4
+        off = np.asarray(addr, np.int64) - self.base
+        bad = (off < 0) | (off + 4 * n > self.size) | (off % 4 != 0)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise RunError(f"tile {int(np.asarray(tile)[k])}: run [{int(np.asarray(addr)[k]):#x}, +{int(4 * n[k])}) "
+                           "outside the tile's memory or not word-aligned")
+        start = (np.asarray(tile, np.int64) * self.size + off) // 4
+        return np.repeat(start - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
 
     def index(self, tile, addr, rows: int, nbytes: int, pitch) -> np.ndarray:
         """[V, rows, nbytes] flat byte indices of equally shaped slabs."""
@@ -51,27 +82,77 @@ class TileMemory:
 
     def clear(self, tiles: np.ndarray, addr: int, size: int) -> None:
         """A buffer's lifetime begins: nothing in it has been written."""
-        self.written[np.asarray(tiles)[:, None], np.arange(addr - self.base, addr - self.base + size)[None, :]] = False
+        self.written[np.asarray(tiles), addr - self.base:addr - self.base + size] = False
+
+    def check(self, tile, addr, rows: int, nbytes: int, pitch) -> np.ndarray:
+        """Byte offsets of equally shaped slabs, after checking they lie inside the tile's memory."""
+        off = np.asarray(addr, np.int64) - self.base
+        end = off + (rows - 1) * np.asarray(pitch, np.int64) + nbytes
+        bad = (off < 0) | (end > self.size)
+        if bad.any():
+            k = int(np.flatnonzero(bad)[0])
+            raise RunError(f"tile {int(np.asarray(tile).ravel()[k])}: access [{int(np.asarray(addr).ravel()[k]):#x}, "
+                           f"+{int(end[k] - off[k])}) outside the tile's memory")
+        return off
+
+    def slabs(self, which: np.ndarray, tile, off, rows: int, nbytes: int, pitch) -> list[np.ndarray]:
+        """[rows, nbytes] strided views of `which` (the bytes or the shadow), one per vertex."""
+        st = which.strides[1]
+        return [np.lib.stride_tricks.as_strided(which[t, o:], shape=(rows, nbytes), strides=(p * st, st))
+                for t, o, p in zip(np.asarray(tile).tolist(), np.asarray(off).tolist(), np.asarray(pitch).tolist())]
 
 
 class Slabs:
-    """One field of a vertex group: read as values of a dtype, write values rounded to it."""
+    """One field of a vertex group, as strided views of each vertex's slab: read as values of a dtype (every
+    byte written, else the run stops, named), written as values rounded to it."""
 
-    def __init__(self, mem: TileMemory, where):
-        self.mem, self.where = mem, where
+    def __init__(self, mem: TileMemory, tile, addr, rows: int, nbytes: int, pitch, where: Callable[[int], str],
+                 what: str):
+        off = mem.check(tile, addr, rows, nbytes, pitch)
+        self.mem, self.tile, self.addr, self.pitch, self.where, self.what = mem, tile, addr, pitch, where, what
+        self.data = mem.slabs(mem.bytes, tile, off, rows, nbytes, pitch)
+        self.flags = mem.slabs(mem.written, tile, off, rows, nbytes, pitch)
 
-    def read(self, idx: np.ndarray, dtype: str, what: str) -> np.ndarray:
-        ok = self.mem.wflat[idx]
+    def raw(self) -> np.ndarray:
+        return np.stack(self.data) if self.data else np.zeros((0, 0, 0), np.uint8)
+
+    def read(self, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
+        ok = np.stack(self.flags)
+        if rows_ok is not None:  # rows the codelet skips need not have been written
+            ok = ok | ~rows_ok[:, :, None]
         if not ok.all():
-            v = int(np.flatnonzero(~ok.reshape(len(idx), -1).all(1))[0])
-            b = int(idx[v].ravel()[int(np.flatnonzero(~ok[v].ravel())[0])])
-            t, off = divmod(b, self.mem.size)
-            raise RunError(f"{self.where(v)}: {what} reads byte {off + self.mem.base:#x} of tile {t}, never written "
-                           "in its buffer's lifetime")
-        raw = self.mem.flat[idx]
-        return np.ascontiguousarray(raw).view(NP[dtype]).astype(np.float32)
+            v = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
+            r, b = np.argwhere(~ok[v])[0]
+            addr = int(self.addr[v]) + int(r) * int(self.pitch[v]) + int(b)
+            raise RunError(f"{self.where(v)}: {self.what} reads byte {addr:#x} of tile {int(self.tile[v])}, never "
+                           "written in its buffer's lifetime")
+        return decode(self.raw(), dtype)
 
-    def write(self, idx: np.ndarray, values: np.ndarray, dtype: str) -> None:
+    def read_unique(self, dtype: str) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct slabs' values [U, rows, n], which one each vertex holds [V]): replicated operands
+        are decoded, and multiplied, once."""
+        self.read_check()
+        raw = self.raw()
+        flat = raw.reshape(len(raw), -1)
+        probe = np.unique(np.linspace(0, flat.shape[1] - 1, min(flat.shape[1], 64)).astype(np.int64))
+        h = flat[:, probe].astype(np.float64) @ np.random.default_rng(0).random(len(probe))
+        _, first, inv = np.unique(h, return_index=True, return_inverse=True)
+        inv = np.asarray(inv).ravel()
+        if not (flat == flat[first[inv]]).all():  # a hash collision: every slab its own
+            first, inv = np.arange(len(raw)), np.arange(len(raw))
+        return decode(raw[first], dtype), inv
+
+    def read_check(self) -> None:
+        ok = np.stack(self.flags)
+        if not ok.all():
+            v = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
+            r, b = np.argwhere(~ok[v])[0]
+            addr = int(self.addr[v]) + int(r) * int(self.pitch[v]) + int(b)
+            raise RunError(f"{self.where(v)}: {self.what} reads byte {addr:#x} of tile {int(self.tile[v])}, never "
+                           "written in its buffer's lifetime")
+
+    def write(self, values: np.ndarray, dtype: str) -> None:
         raw = np.ascontiguousarray(np.asarray(values, np.float32).astype(NP[dtype])).view(np.uint8)
-        self.mem.flat[idx] = raw.reshape(idx.shape)
-        self.mem.wflat[idx] = True
+        for d, f, x in zip(self.data, self.flags, raw):
+            d[...] = x
+            f[...] = True

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipuplan.ir.graph import DType
-from ipuplan.numerics import gemm, gemm_batched, round_to
+from ipuplan.numerics import gemm, gemm_batched, gemm_shared, round_to
 from ipuplan.package.archive import rewrite
 from ipuplan.runner import Device, Emulator, RunError
 from ipuplan.runner.job import run_package
@@ -97,3 +97,30 @@ def test_batched_gemm_rounds_every_element_as_the_reference(v, m, k, n, chunk, f
     got = gemm_batched(x, w, acc, chunk)
     want = np.stack([gemm(x[i], w[i], acc, chunk) for i in range(v)])
     assert np.array_equal(got, want)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 8), st.integers(1, 3), st.integers(1, 40), st.integers(1, 5), st.integers(0, 2**31))
+def test_shared_gemm_equals_the_batched_one(v, groups, k, n, seed):
+    """Right operands shared between vertices are multiplied once; the results are the same bits."""
+    rng = np.random.default_rng(seed)
+    x = round_to(rng.standard_normal((v, 3, k)), DType.F16)
+    ws = round_to(rng.standard_normal((groups, k, n)), DType.F16)
+    ws[0, 0, 0] = -0.0
+    w = ws[rng.integers(0, groups, v)]
+    assert np.array_equal(gemm_shared(x, w, DType.F32, 16), gemm_batched(x, w, DType.F32, 16))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 70), st.integers(1, 4), st.integers(-12, 12), st.integers(0, 2**31))
+def test_f32_accumulation_in_float32_is_the_float64_rounding(m, k, n, e, seed):
+    """The F32 accumulator adds in float32; that is the exact float64 sum rounded once, as the AMP rounds."""
+    rng = np.random.default_rng(seed)
+    x = round_to(rng.standard_normal((m, k)) * 2.0 ** e, DType.F16)
+    w = round_to(rng.standard_normal((k, n)) * 2.0 ** -e, DType.F16)
+    x2, w2 = x.astype(np.float64), w.astype(np.float64)
+    out = None
+    for k0 in range(0, k, 16):
+        part = (x2[:, k0:k0 + 16] @ w2[k0:k0 + 16]).astype(np.float32).astype(np.float64)
+        out = part if out is None else (out + part).astype(np.float32).astype(np.float64)
+    assert np.array_equal(gemm(x, w, DType.F32, 16), out.astype(np.float32))
