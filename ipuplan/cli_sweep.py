@@ -1,4 +1,4 @@
-"""`ipuplan sweep`: a verdict grid on Ray, with a progress bar, a table, DIR/sweep.json and DIR/sweep.csv."""
+"""`ipuplan sweep` (a verdict grid on Ray: progress, table, DIR/sweep.json, DIR/sweep.csv) and `ipuplan report`."""
 
 from __future__ import annotations
 
@@ -56,3 +56,18 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
               f"{Path(output) / 'sweep.csv'}")
     if failed or any(r.get("checked") is False for r in records):
         raise typer.Exit(1)
+
+
+@app.command()
+def report(directory: str = typer.Argument(..., help="a solve, build or run directory"),
+           output: Optional[str] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)")) -> None:
+    """Write one self-contained HTML page: memory, placement, exchange, time, and why not when INFEASIBLE."""
+    import time
+
+    from .report import render
+
+    t0 = time.perf_counter()
+    html = render(directory)
+    dest = Path(output or Path(directory) / "report.html")
+    dest.write_text(html)
+    out.print(f"wrote {dest}: {len(html.encode()) / 2**20:.2f} MiB in {time.perf_counter() - t0:.1f} s")
