@@ -96,6 +96,27 @@ def _time(plan: dict, package, profile: dict | None) -> dict:
     return out
 
 
+def _sweep(sweep: dict) -> dict:
+    """A sweep: the verdict grid (a row per model, target and option values; a column per batch), the modeled
+    latency against batch, and each row's boundary pair (largest FIT batch, smallest INFEASIBLE batch)."""
+    rows: dict[str, dict] = {}
+    for c in sweep["cases"]:
+        key = " · ".join([Path(c["model"]).stem, Path(c["target"]).stem, f"L{c['layers']}" if c["layers"] else "full"]
+                         + [f"{k}={v}" for k, v in c["settings"].items()])
+        r = rows.setdefault(key, {"row": key, "cases": {}})
+        r["cases"][str(c["batch"])] = {k: c.get(k) for k in ("name", "verdict", "status", "modeled_ms", "checked",
+                                                              "certificate", "slack_bytes")}
+    for r in rows.values():
+        fit = [int(b) for b, c in r["cases"].items() if c["verdict"] == "FIT"]
+        inf = [int(b) for b, c in r["cases"].items() if c["verdict"] == "INFEASIBLE"]
+        r["largest_fit"] = max(fit) if fit else None
+        r["smallest_infeasible"] = min((b for b in inf if not fit or b > max(fit)), default=None)
+    batches = sorted({c["batch"] for c in sweep["cases"]})
+    return {"format": "ipuplan-report/1", "sweep": {"batches": batches, "rows": list(rows.values())},
+            "head": {"model": f"sweep of {len(sweep['cases'])} cases", "target": "", "batch": "", "layers": "",
+                     "verdict": "SWEEP"}}
+
+
 def _step_names(plan: dict) -> list[str] | None:
     """The plan's steps, from its model (the schedule: each op's exchange and compute step)."""
     try:
@@ -112,6 +133,9 @@ def collect(directory: str | Path) -> dict:
     d = Path(directory)
     if not d.is_dir():
         raise InputError(str(d), None, "is not a directory", "pass a directory ipuplan solve, build or run wrote")
+    sweep = _read(d / "sweep.json")
+    if sweep is not None:
+        return _sweep(sweep)
     plan, verdict = _read(d / "plan.json"), _read(d / "verdict.json")
     doc = plan or verdict
     if doc is None:

@@ -19,6 +19,7 @@ function header() {
   if (p) for (const k of ["total", "region0", "region1", "interleaved"]) if (p[k])
     rows.push(`${k} ${fmt(p[k].bytes)} B on tile ${p[k].tile} at ${p[k].step}`);
   if (D.slack) rows.push(`slack ${fmt(D.slack.bytes)} B on tile ${D.slack.tile}`);
+  if (D.sweep) rows.push("rows: a model, target, depth and option values; columns: batch; modeled latency of each FIT");
   $("summary").textContent = rows.join(" · ");
 }
 
@@ -123,12 +124,38 @@ function drawInfeasible() {
   if (I.what_if) $("iwhatif").textContent = JSON.stringify(I.what_if);
 }
 
+function drawSweep() {
+  const W = D.sweep; if (!W) return; $("sweep").style.display = "block";
+  $("title").textContent = D.head.model;
+  const tbl = $("sgrid"), hd = el("tr"); hd.appendChild(el("th", {}, "model · target · depth · options"));
+  for (const b of W.batches) hd.appendChild(el("th", {}, "b" + b)); hd.appendChild(el("th", {}, "boundary"));
+  tbl.appendChild(hd);
+  for (const r of W.rows) { const tr = el("tr"); tr.appendChild(el("td", {}, r.row));
+    for (const b of W.batches) { const c = r.cases[String(b)] || {}, v = c.verdict || (c.status ? c.status : "");
+      const td = el("td", { class: "cell " + v, title: c.name || "" }, v + (c.modeled_ms ? ` ${c.modeled_ms.toFixed(2)} ms` : "") + (c.checked === false ? " (check failed)" : ""));
+      tr.appendChild(td); }
+    tr.appendChild(el("td", {}, `largest FIT ${r.largest_fit ?? "-"}, smallest INFEASIBLE ${r.smallest_infeasible ?? "-"}`));
+    tbl.appendChild(tr); }
+  const c = $("slat"), ctx = c.getContext("2d"); c.width = 900; c.height = 260;
+  const pts = W.rows.map(r => W.batches.map(b => (r.cases[String(b)] || {}).modeled_ms || null));
+  const max = Math.max(1e-9, ...pts.flat().filter(x => x)), x = (i) => 40 + i * (840 / Math.max(1, W.batches.length - 1));
+  ctx.fillStyle = "#555"; W.batches.forEach((b, i) => ctx.fillText("b" + b, x(i) - 6, 255));
+  ctx.fillText(`${max.toFixed(2)} ms`, 2, 12);
+  pts.forEach((row, k) => { ctx.strokeStyle = hue(k); ctx.beginPath(); let on = false;
+    row.forEach((v, i) => { if (v === null) { on = false; return; } const y = 240 - v / max * 220;
+      if (on) ctx.lineTo(x(i), y); else ctx.moveTo(x(i), y); on = true; ctx.fillStyle = hue(k); ctx.fillRect(x(i) - 2, y - 2, 4, 4); });
+    ctx.stroke(); });
+}
+
 header();
+drawSweep();
 if (D.memory) { M = D.memory; drawHeat(); selectTile(D.peaks && D.peaks.total ? D.peaks.total.tile : 0);
   const h = $("heat"); h.onmousemove = heatHover; h.onmouseleave = hideTip; h.onclick = heatClick;
   const p = $("place"); p.onmousemove = placeHover; p.onmouseleave = hideTip;
   $("region").onchange = (e) => { region = e.target.value; drawHeat(); };
   $("tile").onchange = (e) => selectTile(Math.max(0, Math.min(M.tile_group.length - 1, +e.target.value)));
 } else { $("memory").style.display = "none"; }
+if (!D.exchange) $("exchange").style.display = "none";
+if (!D.time) $("timesec").style.display = "none";
 drawExchange(); drawTime(); drawInfeasible();
 document.body.setAttribute("data-rendered", "1");

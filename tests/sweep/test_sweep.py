@@ -68,3 +68,14 @@ def test_grid_expands_and_rejects_bad_input(tmp_path):
         grid([str(MODELS / "vit-small.yaml")], [str(SMALL)], "1", None, ["colour=red"])
     with pytest.raises(InputError, match="not a comma-separated list"):
         grid([str(MODELS / "vit-small.yaml")], [str(SMALL)], "one", None, [])
+
+
+def test_report_renders_the_sweep(swept, cli):
+    code, d = swept
+    r = cli("report", d, "-o", d / "sweep.html")
+    assert r.code == 0
+    from ipuplan.report import collect
+    rows = {r["row"]: r for r in collect(d)["sweep"]["rows"]}
+    assert rows["vit-small · small64 · full · headroom=0"]["largest_fit"] == 2
+    assert rows["vit-small · small64 · full · headroom=600000"]["smallest_infeasible"] == 1
+    assert "Modeled latency against batch" in (d / "sweep.html").read_text()
