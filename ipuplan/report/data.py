@@ -159,7 +159,7 @@ def collect(directory: str | Path) -> dict:
         cert = _read(d / "certificate.json") or {}
         out["infeasible"] = {"headline": doc.get("headline"), "core": doc.get("core"), "machine": doc.get("machine"),
                              "kind": cert.get("kind"), "rows": cert.get("rows", [])[:12],
-                             "what_if": _read(d / "whatif.json")}
+                             "what_if": {p.stem: _read(p) for p in sorted((d / "what-if").glob("*.json"))}}
     if doc.get("verdict") == "UNKNOWN":
         out["unknown"] = doc.get("unknown")
     return out

@@ -121,7 +121,10 @@ function drawInfeasible() {
     const contrib = (r.cheapest_by_group || []).slice(0, 4).map(x => `${x.group}: ${x.cheapest} (${fmt(x.bytes)} B)`).join("; ");
     for (const v of [r.name, fmt(r.capacity), fmt(r.cheapest_bytes), fmt((r.cheapest_bytes || 0) - (r.capacity || 0)), contrib]) tr.appendChild(el("td", {}, v));
     tbl.appendChild(tr); }
-  if (I.what_if) $("iwhatif").textContent = JSON.stringify(I.what_if);
+  const w = Object.entries(I.what_if || {}).map(([k, r]) => r && r.largest_fit !== undefined ?
+    `what if ${k}: largest FIT ${r.largest_fit} (${r.fit_evidence || ""}), smallest INFEASIBLE ${r.smallest_infeasible} (${r.infeasible_evidence || ""})` :
+    `what if ${k}: ${JSON.stringify(r)}`);
+  $("iwhatif").textContent = w.length ? w.join("; ") : "no what-if answers yet (ipuplan explain DIR --what-if batch|layers|memory)";
 }
 
 function drawSweep() {
