@@ -85,9 +85,15 @@ function drawExchange() {
   if (vals) { const max = Math.max(lim || 1, ...vals), bw = c.width / vals.length;
     ctx.fillStyle = "#1565c0"; vals.forEach((v, t) => { const h = v / max * 150; ctx.fillRect(t * bw, 160 - h, Math.max(1, bw - 0.2), h); });
     if (lim) { ctx.strokeStyle = "#c62828"; const yl = 160 - lim / max * 150; ctx.beginPath(); ctx.moveTo(0, yl); ctx.lineTo(c.width, yl); ctx.stroke(); } }
+  const f = $("frag"), fx = f.getContext("2d"); f.width = 900; f.height = 100;
+  if (X.pieces) { const fl = X.fragments_limit || 1, fmax = Math.max(fl, ...X.pieces), bw = f.width / X.pieces.length;
+    fx.fillStyle = "#6a1b9a"; X.pieces.forEach((v, t) => { const h = v / fmax * 92; fx.fillRect(t * bw, 100 - h, Math.max(1, bw - 0.2), h); });
+    fx.strokeStyle = "#c62828"; const yl = 100 - fl / fmax * 92; fx.beginPath(); fx.moveTo(0, yl); fx.lineTo(f.width, yl); fx.stroke();
+  } else { f.style.display = "none"; }
   const s = X.summary || {}, tb = s.tables || {}, fr = s.fragments || {};
   $("xnote").textContent = `exchange tables per tile (${X.tables ? "encoded from the package's runs" : "allocated, whole elements"})` +
-    ` against the limit of ${fmt(lim)} B (red). Busiest: ${fmt(tb.bytes)} B on tile ${tb.tile}; fragments ${fmt(fr.count)} on tile ${fr.tile} of ${fmt(fr.limit)}.`;
+    ` against the limit of ${fmt(lim)} B (red)` + (X.pieces ? `; below, transfer pieces sent and received per tile against the ${fmt(X.fragments_limit)} fragment limit` : "") +
+    `. Busiest: ${fmt(tb.bytes)} B on tile ${tb.tile}; fragments ${fmt(fr.count)} on tile ${fr.tile} of ${fmt(fr.limit)}.`;
   const tbl = $("xlargest"); tbl.innerHTML = "";
   for (const r of (X.largest || [])) { const tr = el("tr"); for (const v of [r.op, r.name, fmt(r.runs), fmt(r.busiest_bytes)]) tr.appendChild(el("td", {}, v)); tbl.appendChild(tr); }
 }
