@@ -117,15 +117,7 @@ class Slabs:
         return np.stack(self.data) if self.data else np.zeros((0, 0, 0), np.uint8)
 
     def read(self, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
-        ok = np.stack(self.flags)
-        if rows_ok is not None:  # rows the codelet skips need not have been written
-            ok = ok | ~rows_ok[:, :, None]
-        if not ok.all():
-            v = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
-            r, b = np.argwhere(~ok[v])[0]
-            addr = int(self.addr[v]) + int(r) * int(self.pitch[v]) + int(b)
-            raise RunError(f"{self.where(v)}: {self.what} reads byte {addr:#x} of tile {int(self.tile[v])}, never "
-                           "written in its buffer's lifetime")
+        self.read_check(rows_ok)
         return decode(self.raw(), dtype)
 
     def read_unique(self, dtype: str) -> tuple[np.ndarray, np.ndarray]:
@@ -142,8 +134,11 @@ class Slabs:
             first, inv = np.arange(len(raw)), np.arange(len(raw))
         return decode(raw[first], dtype), inv
 
-    def read_check(self) -> None:
+    def read_check(self, rows_ok: np.ndarray | None = None) -> None:
+        """Every byte read was written in its buffer's lifetime (rows the codelet skips excepted)."""
         ok = np.stack(self.flags)
+        if rows_ok is not None:
+            ok = ok | ~rows_ok[:, :, None]
         if not ok.all():
             v = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
             r, b = np.argwhere(~ok[v])[0]
