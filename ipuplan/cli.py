@@ -11,34 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from .cli_common import (DEFAULT_TARGET, _batch, _load, _print_time, _print_verdict, _solve_option_ranges,  # noqa: F401
+                         _target_path, app, err, out)
 from .errors import ArrayInputError, InputError, IpuplanError
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Provable memory planning of vision transformers on IPU21-class tiles.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-DEFAULT_TARGET = "targets/c600.yaml"
-
-
-def _target_path(target: Optional[str]) -> str:
-    if target:
-        return target
-    here = Path(DEFAULT_TARGET)
-    if here.exists():
-        return str(here)
-    packaged = Path(__file__).resolve().parent.parent / DEFAULT_TARGET
-    return str(packaged if packaged.exists() else here)
-
-
-def _load(model: str, layers: Optional[int], precision: Optional[str] = None, fuse_qkv: Optional[bool] = None):
-    from .model import load_model
-    return load_model(model).with_options(layers=layers, precision=precision, fuse_qkv=fuse_qkv)
-
-
-def _batch(batch: int) -> int:
-    if not 1 <= batch <= 4096:
-        raise InputError("--batch", None, f"{batch} is out of range", "valid: 1..4096")
-    return batch
 
 
 @app.command()
@@ -176,107 +151,6 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     raise typer.Exit(result.verdict.exit_code)
 
 
-def _solve_option_ranges(target_path: str, support_reserve, table_budget, headroom) -> None:
-    """The options a plan or certificate may be made for (the checkers accept the same ranges)."""
-    from .target import load_target
-    t = load_target(target_path)
-    if support_reserve is not None and not 0 <= support_reserve < t.seeds_planned_data_bytes:
-        raise InputError("--support-reserve", None, f"{support_reserve:,} is out of range",
-                         f"valid: 0..{t.seeds_planned_data_bytes - 1:,} (inside the seeds' planned-data budget)")
-    if table_budget is not None and not 1 <= table_budget <= t.exchange_table_bytes_max:
-        raise InputError("--exchange-table-budget", None, f"{table_budget:,} is out of range",
-                         f"valid: 1..{t.exchange_table_bytes_max:,} (the target's limit)")
-    if not 0 <= headroom < t.usable_bytes:
-        raise InputError("--headroom", None, f"{headroom:,} is out of range", f"valid: 0..{t.usable_bytes - 1:,}")
-
-
-def _print_time(b: dict | None) -> None:
-    """Where the modeled cycles go: compute / exchange / sync, by op kind, and the slowest ops."""
-    if not b:
-        return
-    tot = b["compute"] + b["exchange"] + b["sync"] or 1
-    pct = lambda d: "/".join(f"{100 * d[k] / tot:.0f}" for k in ("compute", "exchange", "sync"))
-    out.print(f"  time: compute {b['compute']:,}, exchange {b['exchange']:,}, sync {b['sync']:,} cycles "
-              f"({pct(b)} %); by kind (compute/exchange/sync %): "
-              + ", ".join(f"{k} {pct(d)}" for k, d in b["by_kind"].items()), highlight=False)
-    out.print("  slowest ops per run: " + ", ".join(f"{s['op']} {s['per_run']:,}" + (f" x{s['runs']}" if s["runs"] > 1
-                                                                                    else "")
-                                                 for s in b["slowest_ops"]), highlight=False)
-
-
-def _print_verdict(doc: dict, out_dir: Path) -> None:
-    v = doc["verdict"]
-    head = f"{doc['model']} batch {doc['batch']}, {doc['layers']} layers"
-    if v == "FIT":
-        c, pk = doc["cycles"], doc["peaks"]
-        out.print(f"[bold green]FIT[/]  {head}" + (" (beam search)" if doc.get("strategy") == "beam" else ""))
-        if c["best_bound"] is None:
-            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; no bound (heuristic search)")
-        else:
-            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
-                      f"(gap {c['gap'] * 100:.2f}%)")
-        _print_time(c.get("breakdown"))
-        for k in ("total", "region0", "region1", "interleaved"):
-            out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
-        sl = doc["slack"]
-        out.print(f"  slack {sl['bytes']:,} B free on the fullest tile ({sl['tile']}, at {sl['step']}); "
-                  f"{sl['tiles_under_8k']:,} tiles keep under 8 KiB" + (f"; headroom {sl['headroom']:,} B requested"
-                                                                        if sl["headroom"] else ""), highlight=False)
-        x = doc["exchange"]
-        tb, fr = x["tables"], x["fragments"]
-        out.print(f"  exchange tables {tb['bytes']:,} B on tile {tb['tile']} (limit {tb['limit']:,}, margin "
-                  f"{tb['margin']:,}; largest superstep {tb['largest_superstep']})", highlight=False)
-        out.print(f"  exchange fragments {fr['count']:,} on tile {fr['tile']} (limit {fr['limit']:,}, margin "
-                  f"{fr['margin']:,}; largest superstep {fr['largest_superstep']}); relays: {len(x['relays'])}",
-                  highlight=False)
-        a = doc["accounting"]
-        what = ("fixed reservations, code and program" if a["mode"] == "modeled" else "the seeds' fixed support reserve")
-        out.print(f"  usable {a['usable_bytes']:,} B per tile; region 0 holds {a['support_bytes']:,} B of {what}; "
-                  f"plan checked by the independent checker", highlight=False)
-        pl = doc.get("placement")
-        if pl:
-            out.print(f"  placed: every buffer of all {pl['tiles']:,} tiles at an address ({pl['tile_groups']} groups of "
-                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search, "
-                      f"{pl.get('by_cpsat', 0)} by CP-SAT; "
-                      f"{pl['cuts']} planning cuts" + (f", {pl['headroom_added']:,} B of headroom added to place it"
-                                                       if pl.get("headroom_added") else "")
-                      + f"; highest end {pl['highest_address']:,} B), checked",
-                      highlight=False)
-        out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
-    elif v == "INFEASIBLE" and "core" not in doc:
-        m = doc["machine"]
-        out.print(f"[bold red]INFEASIBLE[/]  {head}: parameters and live activations need {m['needs_bytes']:,} B, "
-                  f"the target holds {m['capacity_bytes']:,} B on all tiles: no compiler can fit this on one "
-                  f"{doc['target']}", highlight=False)
-        out.print(f"  machine bound: parameters {m['parameter_bytes']:,} B + live activations "
-                  f"{m['live_activation_bytes']:,} B at {m['at']}; `ipuplan check {out_dir}` re-derives it",
-                  highlight=False)
-    elif v == "INFEASIBLE":
-        out.print(f"[bold red]INFEASIBLE[/]  {head} (no combination of the catalogued implementations fits)")
-        core = doc["core"]
-        out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
-        for name in core["constraints"][:12]:
-            out.print(f"    {name}", markup=False, highlight=False)
-        if len(core["constraints"]) > 12:
-            out.print(f"    ... {len(core['constraints']) - 12} more")
-        c = core.get("certificate") or {}
-        if c.get("kind"):
-            r = c["row_details"][0] if c.get("row_details") else None
-            out.print(f"  certificate: {c['kind']} over {c['rows']} exact row(s)"
-                      + (f", e.g. {r['name']} (capacity {r['capacity']:,} B)" if r else "")
-                      + f"; `ipuplan check {out_dir}` re-proves it", markup=False, highlight=False)
-        else:
-            out.print(f"  certificate: none ({c.get('note', '')})", markup=False, highlight=False)
-        ex = core.get("explanation") or {}
-        if ex.get("deficit_bytes"):
-            out.print(f"  the least-overflowing plan lacks {ex['deficit_bytes']:,} B on tile {ex['tile']} at "
-                      f"{ex['step']}; `ipuplan explain {out_dir}` for the contributors", highlight=False)
-        out.print(f"  details: {out_dir / 'verdict.json'}, {out_dir / 'certificate.json'}")
-    elif v == "REJECTED":
-        out.print(f"[bold yellow]REJECTED[/]  {head}: the beam search kept no plan; this is not a proof "
-                  f"({doc['rejection'].get('screened_out', 0):,} candidates screened out)")
-    else:
-        out.print(f"[bold yellow]UNKNOWN[/]  {head}: {doc['unknown']['reason']}", highlight=False)
 
 
 @app.command()

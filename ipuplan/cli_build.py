@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from .cli import _batch, _print_verdict, _solve_option_ranges, _target_path, app, err, out
+from .cli_common import _batch, _print_verdict, _solve_option_ranges, _target_path, app, err, out
 from .errors import InputError
 
 

@@ -8,7 +8,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from .cli import _target_path, app, err, out
+from .cli_common import _target_path, app, err, out
 from .errors import InputError
 
 
