@@ -10,6 +10,7 @@ from ortools.sat.python import cp_model
 
 from .model import Guard, ModelCtx
 from .problem import Problem
+from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
 from .shrink import cpsat_conflicts, shrink
 
 
@@ -43,7 +44,6 @@ def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
     alternative on that tile, say what to change. usable + deficit is a per-tile budget at which this
     plan fits (an upper bound on the smallest such budget; the solver's bound is the lower one)."""
     from ..layout import MemClass
-    from .solve import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
 
     ctx = build_model(p, classes, objective=False, elastic=True)
     status, solver, rounds, added = solve_rounds(ctx, opts, None, sub, "overflow")

@@ -25,18 +25,14 @@ from ..plan import peak, region_usage
 from ..target import Target
 from .budget import Budget, WallClockExpired
 from .certificate import build_certificate, choice_record
-from .choice import add_choice
 from .classes import tile_classes, tile_ranges
-from .exchange.tables import add_exchange, missing_rows
 from .explain import elastic_explanation, minimize_core
-from .memory import add_liveness, add_placement_cuts, add_regions
-from .memory.liveness import missing_tile_rows
-from .model import SLACK_MAX, Guard, ModelCtx
-from .objective import add_objective, objective_expr, objective_value
+from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
+from .model import Guard, ModelCtx
+from .objective import objective_expr, objective_value
 from .problem import Problem, build_problem
 from .profile import breakdown
 
-MAX_ROUNDS = 40
 SLACK_EFFORT = 10.0  # deterministic seconds at most for the slack phase
 
 
@@ -84,42 +80,6 @@ class SolveResult:
     machine: dict | None = None
     chosen: set = field(default_factory=set)  # the FIT plan's literals
     placement: object = None  # the FIT plan's placement on every tile (backend.placement.tiles.PlanPlacement)
-
-
-def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False,
-                cuts=()) -> ModelCtx:
-    """Every family on a fresh model; with an objective (or the slack objective), guards are asserted, else
-    they stay free for assumption-based core extraction. Elastic: capacities get slack variables, minimized."""
-    ctx = ModelCtx(p, classes, fixed=objective or elastic or free)
-    if elastic:
-        big = 1 << 40  # a domain, not a capacity: any overflow fits
-        ctx.slack = {k: ctx.m.NewIntVar(0, big, f"slack[{k}]") for k in ("memory", "tables", "fragments")}
-    if free:
-        ctx.free = ctx.m.NewIntVar(0, SLACK_MAX, "free")
-    add_choice(ctx)
-    add_exchange(ctx)
-    add_regions(ctx)
-    add_liveness(ctx)
-    add_placement_cuts(ctx, cuts)
-    if objective:
-        add_objective(ctx)
-    if elastic:
-        ctx.m.Minimize(sum(ctx.slack.values()))
-    if free and not objective:
-        ctx.m.Maximize(ctx.free)
-    return ctx
-
-
-class _Progress(cp_model.CpSolverSolutionCallback):
-    def __init__(self, report: Callable[[str], None] | None, what: str):
-        super().__init__()
-        self.report = report
-        self.what = what
-
-    def on_solution_callback(self) -> None:
-        if self.report:
-            self.report(f"{self.what} {self.ObjectiveValue():,.0f}, bound {self.BestObjectiveBound():,.0f} "
-                        f"({self.WallTime():.1f} s)")
 
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
@@ -255,43 +215,6 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
     return res
 
 
-def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what: str, keep_free: bool = False):
-    """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none (or the
-    effort runs out). Returns (status, solver, rounds, rows added in the last round)."""
-    p = ctx.p
-    rounds, added = 0, 0
-    while True:
-        rounds += 1
-        solver = cp_model.CpSolver()
-        budget.cpsat(solver, opts.workers, opts.seed)
-        if not ctx.slack and not keep_free:
-            solver.parameters.relative_gap_limit = opts.relative_gap
-        status = solver.Solve(ctx.m, _Progress(report if not ctx.slack else None, what))
-        budget.spend(solver.deterministic_time)
-        budget.check_wall()
-        if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return status, solver, rounds, added
-        chosen = chosen_literals(ctx, solver)
-        added = missing_rows(ctx, chosen, {k: solver.Value(v) for k, v in ctx.tables.items()},
-                             {k: solver.Value(v) for k, v in ctx.slack.items()})
-        use = tile_usage(p, chosen)
-        tables = exchange_usage(p, chosen)[0]
-        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables,
-                                   solver.Value(ctx.slack["memory"]) if ctx.slack else 0,
-                                   solver.Value(ctx.free) if keep_free else 0)
-        if not added or rounds >= MAX_ROUNDS or budget.left() <= 0:
-            return status, solver, rounds, added
-        if report:
-            report(f"round {rounds}: added {added} exact tile rows the plan breaks; solving again")
-        ctx.m.ClearHints()
-        for k, v in ctx.x.items():
-            ctx.m.AddHint(v, solver.Value(v))
-
-
-def chosen_literals(ctx: ModelCtx, solver) -> set[tuple]:
-    return {k for k, v in ctx.x.items() if solver.Value(v)}
-
-
 def infeasible_core(p: Problem, classes, opts: SolveOptions, sub: Budget, rows: set = frozenset(),
                     parent: Budget | None = None):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
@@ -328,16 +251,6 @@ def _same_rows(ctx: ModelCtx, rows: set) -> None:
             add_tile_row(ctx, key[1], key[2])
 
 
-def tile_usage(p: Problem, chosen: set[tuple]) -> dict[MemClass, np.ndarray]:
-    """[steps, tiles] live bytes per memory class for the chosen literals (all tiles, no classes)."""
-    T, n = p.target.tiles, len(p.steps)
-    out = {mc: np.zeros((n, T), np.int64) for mc in (MemClass.STANDARD, MemClass.INTERLEAVED)}
-    for cb in p.contribs:
-        if cb.lit in chosen:
-            out[cb.mem][cb.first:cb.last + 1] += p.vectors[cb.vec]
-    return out
-
-
 def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dict:
     """plan.json's choices, classes, exchange figures, peaks, slack and cycles for a full set of literals."""
     choices = {}
@@ -369,20 +282,6 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
                    "gap": round((objective - bound) / objective, 6) if objective and bound is not None else None,
                    "breakdown": breakdown(p, chosen)},
     }
-
-
-def exchange_usage(p: Problem, chosen: set[tuple]):
-    """Per-tile encoded table bytes and pieces of the chosen exchanges, and both per step."""
-    T, n = p.target.tiles, len(p.steps)
-    tables, frags = np.zeros(T, np.int64), np.zeros(T, np.int64)
-    by_step = np.zeros((2, n, T), np.int64)
-    for x in p.xcontribs:
-        if x.lit in chosen:
-            tables += p.vectors[x.tables]
-            frags += p.vectors[x.frags]
-            by_step[0, x.step] += p.vectors[x.tables]
-            by_step[1, x.step] += p.vectors[x.frags]
-    return tables, frags, by_step
 
 
 def exchange_report(p: Problem, chosen: set[tuple], tables, frags, by_step) -> dict:
