@@ -54,7 +54,7 @@ def _solve_option_ranges(target_path: str, support_reserve, table_budget, headro
 
 
 def _print_time(b: dict | None) -> None:
-    """Where the modeled cycles go: compute / exchange / sync, by op kind, and the slowest ops."""
+    """Where the modeled cycles go: compute / exchange / sync, by op kind, and the slowest supersteps."""
     if not b:
         return
     tot = b["compute"] + b["exchange"] + b["sync"] or 1
@@ -62,9 +62,9 @@ def _print_time(b: dict | None) -> None:
     out.print(f"  time: compute {b['compute']:,}, exchange {b['exchange']:,}, sync {b['sync']:,} cycles "
               f"({pct(b)} %); by kind (compute/exchange/sync %): "
               + ", ".join(f"{k} {pct(d)}" for k, d in b["by_kind"].items()), highlight=False)
-    out.print("  slowest ops per run: " + ", ".join(f"{s['op']} {s['per_run']:,}" + (f" x{s['runs']}" if s["runs"] > 1
-                                                                                    else "")
-                                                 for s in b["slowest_ops"]), highlight=False)
+    out.print("  slowest supersteps per run: " + ", ".join(
+        f"{s['step']} {s['per_run']:,} ({s['compute']:,}/{s['exchange']:,}/{s['sync']:,})"
+        + (f" x{s['runs']}" if s["runs"] > 1 else "") for s in b["slowest_steps"]), highlight=False)
 
 
 def _print_verdict(doc: dict, out_dir: Path) -> None:

@@ -67,9 +67,25 @@ _COMPUTE = (
     Field("amp_macs_per_cycle", dict, "GEMM MACs per cycle per tile, by operand precision (f16, f8)"),
     Field("accumulation", dict, "GEMM accumulator precision by operand precision (f16, f8)"),
     Field("accumulation_chunk", int, "products summed exactly before each accumulator rounding", lo=1, hi=4096),
-    Field("vector_bytes_per_cycle", int, "bytes a worker loads or stores per cycle", lo=1, hi=1024),
-    Field("compute_set_cycles", int, "cycles per compute superstep (launch + sync)", lo=0, hi=1 << 24),
+    Field("vector_bytes_per_cycle", int, "bytes the six workers together load or store per cycle", lo=1, hi=1024),
+    Field("interleaved_load_bytes_per_cycle", int, "bytes per cycle the workers load from interleaved memory",
+          lo=1, hi=1024),
+    Field("compute_set_cycles", int, "cycles per compute superstep beyond its slowest tile (supervisor sync)",
+          lo=0, hi=1 << 24),
+    Field("kernel_launch_cycles", int, "supervisor cycles to launch one vertex", lo=0, hi=1 << 16),
+    Field("worker_call_cycles", int, "fixed cycles of a six-worker codelet call (start, rendezvous)", lo=0,
+          hi=1 << 20),
+    Field("amp_call_cycles", int, "AMP GEMM cycles per 64 x 64 coefficient block call", lo=0, hi=1 << 20),
+    Field("amp_coefficient_cycles", int, "AMP cycles to deliver 2,048 coefficient bytes (64 K x 16 columns F16)",
+          lo=0, hi=1 << 20),
+    Field("reduction_bytes_per_cycle", int, "F32 partial-sum bytes a reduction round writes per cycle", lo=1,
+          hi=1024),
+    Field("patch", dict, "Repeat word patching: call and per-word cycles, scalar loop and six workers"),
 )
+_PATCH = (Field("scalar_call", int, "scalar loop: fixed cycles", lo=0, hi=1 << 20),
+          Field("scalar_word", int, "scalar loop: cycles per word", lo=0, hi=1 << 16),
+          Field("workers_call", int, "six workers: fixed cycles", lo=0, hi=1 << 20),
+          Field("workers_word", int, "six workers: cycles per word", lo=0, hi=1 << 16))
 _BY_PRECISION_INT = (Field("f16", int, "value for F16 operands", lo=1, hi=1 << 16),
                      Field("f8", int, "value for F8 operands", lo=1, hi=1 << 16))
 _BY_PRECISION_ACC = (Field("f16", str, "accumulator for F16 operands", choices=("f16", "f32")),
@@ -142,7 +158,14 @@ class Target:
     accumulation: dict[str, str]
     accumulation_chunk: int
     vector_bytes_per_cycle: int
+    interleaved_load_bytes_per_cycle: int
     compute_set_cycles: int
+    kernel_launch_cycles: int
+    worker_call_cycles: int
+    amp_call_cycles: int
+    amp_coefficient_cycles: int
+    reduction_bytes_per_cycle: int
+    patch: dict[str, int]
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -200,6 +223,7 @@ def load_target(path: str | Path) -> Target:
     cmp_, cl = read_fields(top["compute"], _COMPUTE, TargetError, "compute.")
     macs, _ = read_fields(cmp_["amp_macs_per_cycle"], _BY_PRECISION_INT, TargetError, "compute.amp_macs_per_cycle.")
     acc, _ = read_fields(cmp_["accumulation"], _BY_PRECISION_ACC, TargetError, "compute.accumulation.")
+    patch, _ = read_fields(cmp_["patch"], _PATCH, TargetError, "compute.patch.")
     locs = {k: v for k, v in tl.items()}
     locs.update({f"memory.{k}": v for k, v in ml.items()})
     locs.update({f"exchange.{k}": v for k, v in el.items()})
@@ -240,6 +264,10 @@ def load_target(path: str | Path) -> Target:
         compute_set_words=prog["compute_set_words"], exchange_words=prog["exchange_words"],
         vertex_words=prog["vertex_words"], runtime_code_bytes=prog["runtime_code_bytes"],
         vector_bytes_per_cycle=cmp_["vector_bytes_per_cycle"],
-        compute_set_cycles=cmp_["compute_set_cycles"], workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
+        interleaved_load_bytes_per_cycle=cmp_["interleaved_load_bytes_per_cycle"],
+        compute_set_cycles=cmp_["compute_set_cycles"], kernel_launch_cycles=cmp_["kernel_launch_cycles"],
+        worker_call_cycles=cmp_["worker_call_cycles"], amp_call_cycles=cmp_["amp_call_cycles"],
+        amp_coefficient_cycles=cmp_["amp_coefficient_cycles"], reduction_bytes_per_cycle=cmp_["reduction_bytes_per_cycle"],
+        patch=dict(patch), workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
         amp_macs_per_cycle=dict(macs), accumulation=dict(acc), accumulation_chunk=cmp_["accumulation_chunk"],
     )

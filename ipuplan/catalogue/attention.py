@@ -17,7 +17,7 @@ from math import ceil
 import numpy as np
 
 from ..codelets import attention as att
-from ..codelets import exchange_cycles
+from ..codelets import round_cycles
 from ..layout import Layout
 from ..layout.geometry import per_block
 from ..layout.transfer import block_moves
@@ -103,9 +103,7 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
             internal = merge_tree(ctx, state, recv, ns)
             state_bufs = (Buf("softmax state", state, Life.COMPUTE), Buf("received softmax state", recv, Life.COMPUTE),
                           *([descriptors(ctx, recv, att.MERGE)] * len(internal)))
-            merge_cyc = sum(exchange_cycles(tg, int(r.transfer.send.max()), int(r.transfer.recv.max()),
-                                             int((r.transfer.send_pieces + r.transfer.recv_pieces).max()))
-                             for r in internal)
+            merge_cyc = sum(round_cycles(tg, r.transfer) for r in internal)
         for streaming in (True, False):
             if not streaming and kb <= att.STREAM_PANEL:
                 continue

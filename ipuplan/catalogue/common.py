@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..codelets import Codelet
+from ..codelets import Codelet, patch_cycles
 from ..layout import Layout, MemClass
 from ..layout.geometry import per_block
 from .impl import Buf, Ctx, Impl, Life, ParamMode, ParamUse
@@ -32,6 +32,15 @@ def descriptors(ctx: Ctx, grid: Layout, codelet: Codelet, patched_fields: int = 
     words and one patch-list word per field that moves with a Repeat iteration (a resident sequence)."""
     nbytes = codelet.descriptor_bytes(ctx.target) + 4 * patched_fields
     return Buf(f"descriptors {codelet.name}", per_block(grid, -(-nbytes // 8) * 8), Life.PROGRAM)
+
+
+def descriptor_patching(ctx: Ctx, grid: Layout, patched_fields: int) -> int:
+    """Cycles, before each iteration of the Repeat body, to rewrite the moving fields of one compute set's
+    vertices on the busiest tile (one vertex per block of `grid`)."""
+    if not patched_fields:
+        return 0
+    blocks = int(per_block(grid, 1).tile_bytes(ctx.tiles).max())
+    return patch_cycles(ctx.target, blocks * patched_fields)
 
 
 def sequence_count(ctx: Ctx, key: str) -> int:

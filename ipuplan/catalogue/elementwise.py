@@ -14,12 +14,12 @@ import dataclasses
 
 import numpy as np
 
-from ..codelets import exchange_cycles, vector
+from ..codelets import round_cycles, vector
 from ..ir.graph import OpKind
 from ..layout import Layout, MemClass
 from ..layout.geometry import per_block
 from ..layout.transfer import block_moves
-from .common import STD, descriptors, patched, row_layout, variants
+from .common import STD, descriptor_patching, descriptors, patched, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life, RowsInto
 from .schedule import SOp, matrix
 
@@ -159,7 +159,7 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
             continue
         mb, nb = lay.max_block_items()
         nbytes = mb * nb * max(2, outv.dtype.itemsize)
-        cyc = vector.cycles(tg, COST[kind], nbytes * (2 if kind is OpKind.CAST else 1))
+        cyc = vector.cycles(tg, COST[kind], nbytes)
         codelet = CODELET[kind]
         fields = {"kind": kind.value}
         bufs: list[Buf] = []
@@ -171,10 +171,9 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
                 stats, recv, inter = statistics_exchange(ctx, lay)
                 bufs += [stats, recv]
                 internal = (inter,)
-                t = inter.transfer
-                extra = exchange_cycles(tg, int(t.send.max()), int(t.recv.max()),
-                                        int((t.send_pieces + t.recv_pieces).max()))
+                extra = round_cycles(tg, inter.transfer)
                 sets = 2
+                cyc += tg.kernel_launch_cycles + tg.worker_call_cycles  # the statistics codelet's own call
 
         def make(f, ps, lay=lay, needs=needs, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, sets=sets,
                  codelet=codelet):
@@ -184,6 +183,7 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
                 desc.append(descriptors(ctx, lay, vector.LAYERNORM_STATS))
                 names += (vector.LAYERNORM_STATS.name,)
             lab = f"{lay.describe()}" + (f" params {f['params']}" if "params" in f else "")
+            cyc += descriptor_patching(ctx, lay, patched(ctx, ps))
             return Impl(sop.key, lab, f, lay, needs, ps, bufs + tuple(desc), cyc, names, sets, internal, extra)
         impls += variants(uses, fields, make)
     return impls

@@ -13,12 +13,12 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import exchange_cycles, gemm, vector
+from ..codelets import round_cycles, gemm, vector
 from ..ir.graph import OpKind
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
-from .common import IL, STD, descriptors, patched, pow2_upto, row_layout, variants
+from .common import IL, STD, descriptor_patching, descriptors, patched, pow2_upto, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life
 from .schedule import SOp, matrix
 
@@ -156,7 +156,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         if xref.kind == "param":  # a learned left operand (a probe): held like the weights
             uses.append((xref.key, xlay))
         mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
-        cyc = gemm.cycles(tg, mb, kb, nb, fp8) + vector.cycles(tg, "add", mb * nb * 2)
+        cyc = gemm.cycles(tg, mb, kb, nb, fp8) + gemm.epilogue_cycles(tg, mb, nb)
         bufs: list[Buf] = []
         internal: tuple[Internal, ...] = ()
         extra = 0
@@ -167,9 +167,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
             bufs += [Buf("partials", part, Life.COMPUTE), Buf("received partial", recv, Life.COMPUTE)]
             internal = reduction(ctx, part, recv, pk)
             cyc += gemm.reduce_cycles(tg, mb, nb, pk)
-            extra = sum(exchange_cycles(tg, int(r.transfer.send.max()), int(r.transfer.recv.max()),
-                                        int((r.transfer.send_pieces + r.transfer.recv_pieces).max()))
-                        for r in internal)
+            extra = sum(round_cycles(tg, r.transfer) for r in internal)
             codelets.append(gemm.REDUCE.name)
             sets = 1 + len(internal)
         if rope_op is not None:
@@ -185,8 +183,10 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
                  pn=pn, pk=pk, codelets=tuple(codelets), sets=sets):
             part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups, cg) if pk > 1 else (out, None)
             desc = [descriptors(ctx, part, amp, patched(ctx, ps if pk == 1 else ps[:1]))]
+            cyc += descriptor_patching(ctx, part, patched(ctx, ps if pk == 1 else ps[:1]))
             if pk > 1:  # one add per round on the receiving cells; the last round adds the bias too
                 desc += [descriptors(ctx, recv, gemm.REDUCE, patched(ctx, ps[1:]))] * len(internal)
+                cyc += len(internal) * descriptor_patching(ctx, recv, patched(ctx, ps[1:]))
             if rope_op is not None:
                 desc.append(descriptors(ctx, out, vector.ROPE))
             lab = f"grid {pm}x{pn}x{pk} weights {f.get('params')}"

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..ir.graph import OpKind
 from ..target import Target
-from .base import Codelet, Cost, VectorCost, exchange_cost, exchange_cycles
+from .base import Codelet, Cost, VectorCost, call_cycles, exchange_cost, patch_cycles
 from . import attention, gemm, vector
 
 ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, attention.STREAMING, attention.MATERIALIZED,
@@ -35,15 +35,26 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
 }
 
 
-def transfers_cost(target: Target, trs) -> Cost:
-    """One exchange superstep moving the given transfers (layout.Transfer): the busiest tile's bytes and
-    pieces, its sync, and the local copies' cycles."""
+def transfers_cost(target: Target, trs, patched: bool = False) -> Cost:
+    """The given transfers (layout.Transfer) inside one exchange superstep: the busiest tile's bytes and
+    pieces and the local copies' cycles (the superstep's sync is its owner's); for sources that move with a Repeat iteration, patching
+    the sending rows' address words before each iteration (counted as exchange)."""
     send = sum(t.send for t in trs)
     recv = sum(t.recv for t in trs)
     pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)
     local = sum(t.local for t in trs)
     copy = vector.cycles(target, "copy", int(local.max())) if local.any() else 0
-    return exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + Cost(copy)
+    patch = 0
+    if patched:
+        words = sum(t.send_pieces + (t.send_pieces > 0) for t in trs)
+        patch = patch_cycles(target, int(words.max()))
+    return exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + Cost(copy, patch)
+
+
+def round_cycles(target: Target, tr) -> int:
+    """An op's internal exchange round (a reduction, merge or statistics round): its transfer as a superstep
+    of its own, with the global sync."""
+    return transfers_cost(target, [tr]).total + target.exchange_sync_cycles
 
 
 def code_bytes(target: Target) -> int:
@@ -57,5 +68,5 @@ def program_bytes(target: Target, kinds) -> int:
     return 4 * words
 
 
-__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "exchange_cost",
-           "exchange_cycles", "gemm", "program_bytes", "transfers_cost", "vector"]
+__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "call_cycles",
+           "exchange_cost", "gemm", "patch_cycles", "program_bytes", "round_cycles", "transfers_cost", "vector"]

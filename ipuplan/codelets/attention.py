@@ -17,9 +17,8 @@ import numpy as np
 from ..ir.graph import DType
 from ..numerics import gemm_shared, round_to
 from ..target import Target
-from .base import Codelet, VectorCost
+from .base import Codelet, VectorCost, call_cycles
 from .gemm import N_MULTIPLE
-from .gemm import cycles as gemm_cycles
 
 STREAM_PANEL = 64  # streaming attention: key panel rows (DESIGN §6)
 PAD = N_MULTIPLE
@@ -31,9 +30,13 @@ STREAMING = Codelet("AttentionStreamingF16", 3072, ("q", "k", "v", "out", "scrat
 MATERIALIZED = Codelet("AttentionMaterializedF16", 2048, ("q", "k", "v", "out", "scratch", "state"), params=6,
                        interleaved=("q", "k", "v", "scratch"))
 MERGE = Codelet("SoftmaxStateMergeF32", 768, ("state", "received", "out"), params=4)
-SOFTMAX = VectorCost(6.0, 60)
-CAST = VectorCost(2.0, 40)
-MERGE_COST = VectorCost(3.0, 60)
+# bundles per 64-bit vector: of F32 scores, of the F32 accumulator, of F32 state, of F16 keys
+SOFTMAX = VectorCost(6, "ISA count per two F32 scores: scale and running max, exp, sum, F16 round and store")
+CAST = VectorCost(2, "ISA count per two F32 values: one load, the F16 convert co-issued, half a store")
+MERGE_COST = VectorCost(3, "ISA count per merged vector (two F32): a load from each state, the store; the "
+                          "rescale and add co-issued")
+# QK^T takes the keys as AMP coefficients: K^T's 16-key panels are packed from the key rows first
+PACK = VectorCost(7.45, "seeds 003: the 768 x 16 F16 coefficient-panel packer took 23,190 cycles (six workers)")
 
 
 def padded(n: int) -> int:
@@ -41,9 +44,16 @@ def padded(n: int) -> int:
 
 
 def cycles(target: Target, q_rows: int, keys: int, head_dim: int) -> int:
-    """QK^T and PV on the AMP in F16, softmax on the workers, the F32 -> F16 output cast."""
-    mm = gemm_cycles(target, q_rows, head_dim, keys, False) + gemm_cycles(target, q_rows, keys, head_dim, False)
-    return mm + SOFTMAX.cycles(target, q_rows * keys * 4) + CAST.cycles(target, q_rows * head_dim * 4)
+    """QK^T and PV on the AMP in F16 at its product rate with four launches per 64-key panel (ipu-stack
+    cost.rs, flash attention), the coefficient panels packed first (K^T's from the key rows, or Q^T's when
+    the query block is the smaller: QK^T then streams the keys), softmax on the workers, the F32 -> F16 cast."""
+    macs = target.amp_macs_per_cycle["f16"]
+    dp, kp = padded(head_dim), padded(keys)
+    products = ceil(q_rows * dp * kp / macs) + ceil(q_rows * kp * dp / macs)
+    panels = ceil(keys / STREAM_PANEL) * 4 * target.kernel_launch_cycles
+    pack = PACK.work(target, min(kp, padded(q_rows)) * dp * 2)
+    return call_cycles(target) + pack + products + panels + SOFTMAX.work(target, q_rows * keys * 4) + \
+        CAST.work(target, q_rows * head_dim * 4)
 
 
 def state_bytes(q_rows: int, head_dim: int) -> int:
@@ -52,8 +62,8 @@ def state_bytes(q_rows: int, head_dim: int) -> int:
 
 
 def merge_cycles(target: Target, q_rows: int, head_dim: int) -> int:
-    """One merge round: rescale both accumulators by exp(m - M) and add."""
-    return MERGE_COST.cycles(target, 2 * state_bytes(q_rows, head_dim))
+    """One merge round: rescale both accumulators by exp(m - M) and add, per vector of the merged state."""
+    return MERGE_COST.cycles(target, state_bytes(q_rows, head_dim))
 
 
 def scratch_bytes(q_rows: int, keys: int, head_dim: int, streaming: bool) -> tuple[int, int]:

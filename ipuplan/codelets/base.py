@@ -33,14 +33,27 @@ CODE_DTYPE = {v: k for k, v in DTYPE_CODE.items()}
 
 @dataclass(frozen=True)
 class VectorCost:
-    """A worker-parallel vector kernel: `passes` sweeps over its bytes, `setup` cycles per call."""
+    """A six-worker vector kernel on the barrel-scheduled tile: each worker issues one bundle (a memory access
+    and an arithmetic op) every `workers` cycles, so the tile retires one bundle per cycle while all six are
+    busy. `bundles` per 64-bit vector of the data it sweeps; `source` says where that count comes from."""
 
-    passes: float
-    setup: int
+    bundles: float
+    source: str
 
     def cycles(self, target: Target, nbytes: int) -> int:
-        per_worker = ceil(nbytes / target.workers)
-        return self.setup + ceil(self.passes * per_worker / target.vector_bytes_per_cycle)
+        """Launch, the six-worker call, then the sweep."""
+        return call_cycles(target) + self.work(target, nbytes)
+
+    def work(self, target: Target, nbytes: int) -> int:
+        """The sweep alone (a step inside a larger codelet): the busiest worker's share of the vectors, one
+        bundle per turn of the barrel."""
+        vectors = ceil(nbytes / target.vector_bytes_per_cycle)
+        return ceil(ceil(vectors / target.workers) * self.bundles) * target.workers
+
+
+def call_cycles(target: Target) -> int:
+    """A six-worker codelet call: the supervisor's launch, the workers' start and rendezvous."""
+    return target.kernel_launch_cycles + target.worker_call_cycles
 
 
 @dataclass(frozen=True)
@@ -63,11 +76,18 @@ class Cost:
 
 
 def exchange_cost(target: Target, send_max: int, recv_max: int, pieces_max: int) -> Cost:
-    """One exchange superstep's busiest tile: bytes at the exchange rate and pieces; its sync."""
+    """Transfers inside one exchange superstep, on its busiest tile: the bytes at the exchange rate, or the
+    pieces' endpoint and receive-pointer cutovers when those take longer (they overlap the payload). The
+    superstep's sync is charged once per superstep by whoever owns it."""
     words = ceil(max(send_max, recv_max) / target.exchange_bytes_per_cycle)
-    return Cost(0, words + pieces_max * target.exchange_fragment_cycles, target.exchange_sync_cycles)
+    return Cost(0, max(words, pieces_max * target.exchange_fragment_cycles), 0)
 
 
-def exchange_cycles(target: Target, send_max: int, recv_max: int, pieces_max: int) -> int:
-    """exchange_cost as one number."""
-    return exchange_cost(target, send_max, recv_max, pieces_max).total
+def patch_cycles(target: Target, words: int) -> int:
+    """Rewriting `words` instruction or descriptor words between Repeat iterations: the supervisor's scalar
+    loop or the six-worker patcher, whichever is faster for the list."""
+    if words <= 0:
+        return 0
+    p = target.patch
+    return min(p["scalar_call"] + p["scalar_word"] * words, p["workers_call"] + p["workers_word"] * words)
+

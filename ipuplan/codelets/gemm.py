@@ -25,15 +25,17 @@ from .base import CODE_DTYPE, Codelet, VectorCost
 
 K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
 N_MULTIPLE = 16
-CALL_CYCLES = 60  # estimate: AMP setup per call (coefficient load, accumulator clear)
+CALL_BLOCK = 64  # one kernel call covers a 64 x 64 coefficient block (ipu-stack device/: 64 x 64 F16 AMP blocks)
+COEFFICIENT_GROUP_BYTES = 64 * 16 * 2  # what target.amp_coefficient_cycles delivers: 64 K x 16 columns of F16
 
 # IPU21: the AMP's output may not share a memory element with its left operand stream (ipu-stack placement)
 GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),),
                           interleaved=("x", "w", "out")),
         True: Codelet("AmpGemmF8", 1536, ("x", "w", "out", "bias"), params=4, apart=(("x", "out"),),
                          interleaved=("x", "w", "out"))}
+EPILOGUE = VectorCost(4, "ISA count per F16 output vector: two F32 accumulator loads, the bias load and the "
+                        "store; scale, add and round co-issued")
 REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias"), params=4)
-REDUCE_COST = VectorCost(1.5, 40)
 
 
 def k_multiple(fp8: bool) -> int:
@@ -41,17 +43,34 @@ def k_multiple(fp8: bool) -> int:
 
 
 def cycles(target: Target, m: int, k: int, n: int, fp8: bool) -> int:
-    """One tile's AMP GEMM of [m, k] x [k, n] (k and n rounded up to the AMP's blocks)."""
+    """One tile's AMP GEMM of [m, k] x [k, n], k and n padded to the AMP's blocks, one kernel call per 64 x 64
+    coefficient block, as the public IPU21 compiler models its generated kernels (ipu-stack cost.rs): F16 pays
+    a call setup per block and the coefficients' delivery into the AMP (which all m rows then stream past) on
+    top of the products; FP8 overlaps the products with loading the coefficients from interleaved memory and
+    pays only a launch per call."""
     macs = target.amp_macs_per_cycle["f8" if fp8 else "f16"]
     kp = ceil(k / K_MULTIPLE[fp8]) * K_MULTIPLE[fp8]
     np_ = ceil(n / N_MULTIPLE) * N_MULTIPLE
-    return CALL_CYCLES + ceil(m * kp * np_ / macs)
+    calls = ceil(kp / CALL_BLOCK) * ceil(np_ / CALL_BLOCK)
+    products = ceil(m * kp * np_ / macs)
+    if fp8:
+        feed = ceil(kp * np_ / target.interleaved_load_bytes_per_cycle)
+        return target.kernel_launch_cycles + calls * target.kernel_launch_cycles + max(products, feed)
+    feed = ceil(kp * np_ * 2 * target.amp_coefficient_cycles / COEFFICIENT_GROUP_BYTES)
+    return target.kernel_launch_cycles + calls * target.amp_call_cycles + products + feed
+
+
+def epilogue_cycles(target: Target, m: int, n: int) -> int:
+    """Inside the GEMM codelet, the workers scale the F32 accumulators, add the bias and round to F16."""
+    return EPILOGUE.work(target, m * n * 2)
 
 
 def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
-    """Every round of the tree adds one received F32 partial into the running one (two loads, one store)."""
+    """Every round of the tree adds one received F32 partial into the running one, at the reduction's
+    measured output rate, one six-worker call per round."""
     rounds = max(0, int(pk).bit_length() - 1)
-    return rounds * REDUCE_COST.cycles(target, m * n * 4 * 2)
+    per_round = target.kernel_launch_cycles + target.worker_call_cycles + ceil(m * n * 4 / target.reduction_bytes_per_cycle)
+    return rounds * per_round
 
 
 # --- semantics: what one vertex computes (the runner's vertices and the plan-faithful reference call these) ---

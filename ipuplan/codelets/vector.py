@@ -1,7 +1,7 @@
 """Worker-parallel vector codelets: layernorm, add, GELU, casts, copy, RoPE epilogue, fill.
 
-Each reads and writes standard or interleaved memory alike; costs are one 64-bit access per worker per
-cycle times a per-codelet pass count (estimates; docs/COSTS.md).
+Each reads and writes standard or interleaved memory alike; a codelet's cost is the six-worker call plus its
+bundles per 64-bit vector on the barrel-scheduled tile (base.VectorCost; sources and calibration in docs/COSTS.md).
 """
 
 from __future__ import annotations
@@ -24,18 +24,26 @@ COPY = Codelet("Copy", 256, ("src", "dst"), params=2)
 # params: first flat row, tokens per image, unrotated prefix tokens, first column, q and k column windows
 ROPE = Codelet("RopeF16", 512, ("x", "sin", "cos"), params=8)
 
+# Bundles per 64-bit vector (four F16 elements) of the tensor each sweeps; docs/COSTS.md has the calibration
 COST = {
-    "add": VectorCost(1.5, 40),  # two loads + one store per vector
-    "cast": VectorCost(2.0, 40),
-    "copy": VectorCost(1.0, 20),
-    "gelu": VectorCost(8.0, 50),  # clamped polynomial + tanh per element pair
-    "layernorm": VectorCost(5.0, 120),  # sum, centered variance, affine passes (F32 stats)
-    "rope": VectorCost(4.0, 40),
+    "add": VectorCost(3, "ISA count: two 64-bit loads and one store per vector, the f16v4 add co-issued"),
+    "cast": VectorCost(2, "ISA count per F16 input vector: one load, the convert co-issued, half a store, pack"),
+    "copy": VectorCost(1, "ipu-stack cost.rs local_copy_bytes_per_cycle = 8: one paced load+store per vector"),
+    "gelu": VectorCost(40, "ipu-stack cost.rs: GELU ~10 tile cycles per element across the six workers"),
+    "layernorm": VectorCost(21, "ISA count: statistics (load, two F32 converts, sum and square-sum: 6) and the "
+                                "normalize pass (x, gamma, beta converted, centre, scale, affine, round, store: 15)"),
+    "rope": VectorCost(4, "ISA count: loads of x, sin and cos and one store per vector; products co-issued"),
 }
 
 
 def cycles(target: Target, kind: str, nbytes: int) -> int:
     return COST[kind].cycles(target, nbytes)
+
+
+def carry_cycles(target: Target, tile_bytes: np.ndarray) -> int:
+    """The Copy compute set that carries a Repeat body's result over the buffer the next iteration reads
+    (charged every iteration), on its busiest tile."""
+    return cycles(target, "copy", int(tile_bytes.max())) + target.compute_set_cycles
 
 
 def layernorm_scratch(target: Target) -> int:

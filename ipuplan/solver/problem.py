@@ -153,6 +153,7 @@ class Problem:
     batch: int
     xcontribs: list[XContribution] = field(default_factory=list)
     parts: dict = field(default_factory=dict)  # literal -> codelets.Cost (compute, exchange, sync), times trips
+    staging: dict = field(default_factory=dict)  # impl literal -> the part of parts[lit] in the op's exchange step
 
     @property
     def steps(self) -> list[str]:
@@ -184,6 +185,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     xcontribs: list[XContribution] = []
     cycles: dict[tuple, int] = {}
     parts: dict[tuple, cl.Cost] = {}
+    staging: dict[tuple, cl.Cost] = {}
     xfer_cache: dict = {}
     last_step = len(sched.steps) - 1
     constant = 0
@@ -200,8 +202,8 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
             xfer_cache[key] = transfers(src, dst, T, rows, enc)
         return xfer_cache[key]
 
-    def xcost(*trs: Transfer) -> cl.Cost:
-        return cl.transfers_cost(target, trs)
+    def xcost(*trs: Transfer, patched: bool = False) -> cl.Cost:
+        return cl.transfers_cost(target, trs, patched)
 
     def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False) -> None:
         """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""
@@ -227,10 +229,12 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
             lit = ("impl", sop.key, i)
             isync = len(im.internal) * target.exchange_sync_cycles  # one sync per internal exchange round
             cost = cl.Cost(im.cycles, im.extra_exchange - isync, isync)
+            stage = cl.Cost()
             add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
             for b in im.bufs:
                 add(lit, b.layout, *span[b.life](sop), f"{sop.key} ({b.role})")
             if sop.key in carried:  # between iterations one Copy vertex per block carries the result over
+                cost += cl.Cost(cl.vector.carry_cycles(target, im.out.allocated().tile_bytes(T)))
                 add(lit, per_block(im.out, cl.vector.COPY.descriptor_bytes(target)), 0, last_step,
                     f"{sop.key} (carry descriptors)")
             for idx, need in im.needs.items():
@@ -246,21 +250,23 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                     add(lit, home, 0, last_step, f"{pu.key} (home x{info.count})", info.count)
                     add(lit, pu.layout, sop.xstep, sop.cstep, f"{pu.key} (staged)")
                     tr = stream_transfer(home, pu.layout, T, enc)
-                    cost += xcost(tr)
+                    stage += xcost(tr, patched=info.count > 1)
                     exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr],
                              [(f"{pu.key} (home x{info.count})", f"{pu.key} (staged)")], patched=info.count > 1)
             for inner in im.internal:
                 exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer],
                          [(f"{sop.key} ({inner.src})", f"{sop.key} ({inner.dst})")])
-            parts[lit] = cost * sop.trips
+            parts[lit] = (cost + stage) * sop.trips
+            staging[lit] = stage * sop.trips
             cycles[lit] = parts[lit].total
 
-    edges = _edges(sched, impls, T, add, cycles, parts, xfer, xcost, exchange, relays)
+    edges = _edges(sched, impls, T, add, cycles, parts, xfer, xcost, exchange, relays, target.exchange_sync_cycles)
     return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, sched.ties,
-                   batch, xcontribs, parts)
+                   batch, xcontribs, parts, staging)
 
 
-def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exchange, relays) -> list[Edge]:
+def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exchange, relays,
+           sched_sync: int) -> list[Edge]:
     edges: list[Edge] = []
     for sop in sched.ops:
         for idx, ref in sop.reads:
@@ -306,7 +312,10 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exch
                             relay = relay_layout(alloc, T)
                             trs = [xfer(s, relay), xfer(relay, alloc)]
                             add(p.lit, relay, sop.xstep, sop.xstep, f"{what} (relay buffer)")
-                        parts[p.lit] = xcost(*trs) * sop.trips
+                        # a relay is two supersteps: the second phase brings its own sync
+                        cost = xcost(*trs) if mode == "direct" else \
+                            xcost(trs[0]) + xcost(trs[1]) + cl.Cost(sync=sched_sync)
+                        parts[p.lit] = cost * sop.trips
                         p.cycles = cycles[p.lit] = parts[p.lit].total
                         copy = f"{what} (exchanged copy)"
                         ends = ([(f"{e.producer} (output)", copy)] if mode == "direct" else

@@ -258,6 +258,7 @@ def test_cycle_breakdown_adds_up_to_the_objective(small_plan):
     assert b["compute"] + b["exchange"] + b["sync"] == c["modeled"]
     assert sum(d["total"] for d in b["by_kind"].values()) == c["modeled"]
     assert b["compute"] > 0 and b["exchange"] > 0 and b["sync"] > 0
-    runs = b["slowest_ops"]
-    assert runs and all(r["per_run"] * r["runs"] <= r["total"] < (r["per_run"] + 1) * r["runs"] for r in runs)
+    runs = b["slowest_steps"]
+    assert runs and all(r["per_run"] == r["total"] == r["compute"] + r["exchange"] + r["sync"] for r in runs)
     assert [r["per_run"] for r in runs] == sorted((r["per_run"] for r in runs), reverse=True)
+    assert all(r["step"].endswith((":x", ":c")) for r in runs)

@@ -8,9 +8,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from ... import codelets as cl
 from ...codelets import vector
 from ...ir.graph import OpKind
+from ...solver.profile import step_costs
 from .buffers import LoweringError, placed_buffers
 from .compute import RULES
 from .context import Ctx, VertexBuilder
@@ -96,7 +96,7 @@ def lower(p, chosen: set, pp) -> Program:
             if len(loc.src):
                 steps.append(ComputeSet(sc, section(sc), op, f"{inner.what} (local)", (_copies(loc),)))
             steps.append(_exchange(sc, section(sc), op, inner.what, ex))
-    modeled = _modeled_steps(p, cx, chosen)
+    modeled = _modeled_steps(p, chosen)
     over = tables > accounted
     if over.any():
         tile = int(np.flatnonzero(over)[0])
@@ -108,29 +108,10 @@ def lower(p, chosen: set, pp) -> Program:
                                                    "modeled_steps": modeled})
 
 
-def _modeled_steps(p, cx: Ctx, chosen: set) -> list[list[int]]:
-    """Each plan step's modeled cycles in one run (compute, exchange, sync), from the same costs the plan's
-    objective adds up: an op's exchange step holds its edges' transfers, its parameter staging and its sync;
-    its compute step the implementation's codelet cycles, internal exchanges and their syncs, and the compute
-    set's launch and sync (counted as sync, as the plan's breakdown does). Summed over the program (the body `count` times) they are the plan's modeled cycles."""
-    t = p.target
-    steps = [cl.Cost() for _ in p.sched.steps]
-    for e in p.edges:
-        for pr in e.pairs:
-            if pr.lit in chosen and pr.lit in p.parts:  # a read in place costs nothing
-                sop = p.sched.op(e.consumer)
-                c = p.parts[pr.lit]
-                steps[sop.xstep] += cl.Cost(c.compute // sop.trips, c.exchange // sop.trips, c.sync // sop.trips)
-    for sop in p.sched.ops:
-        im = cx.impl[sop.key]
-        lit = next(lt for lt in chosen if lt[0] == "impl" and lt[1] == sop.key)
-        for x in p.xcontribs:
-            if x.lit == lit and x.step == sop.xstep:  # parameter staging
-                steps[sop.xstep] += cl.transfers_cost(t, x.transfers)
-        steps[sop.xstep] += cl.Cost(0, 0, t.exchange_sync_cycles)
-        isync = len(im.internal) * t.exchange_sync_cycles
-        steps[sop.cstep] += cl.Cost(im.cycles, im.extra_exchange - isync, isync + t.compute_set_cycles)
-    return [[c.compute, c.exchange, c.sync] for c in steps]
+def _modeled_steps(p, chosen: set) -> list[list[int]]:
+    """Each plan step's modeled cycles in one run (compute, exchange, sync): the same per-superstep costs the
+    plan's breakdown reports (solver.profile.step_costs); summed over the program they are its modeled cycles."""
+    return [[c.compute, c.exchange, c.sync] for c in step_costs(p, chosen)]
 
 
 def _carry(cx: Ctx, body) -> ComputeSet | None:
