@@ -115,6 +115,9 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           effort: float = typer.Option(120.0, "--effort",
                                        help="deterministic seconds of search (decides the answer, not the machine)"),
           seed: int = typer.Option(0, "--seed", help="solver seed (same inputs + seed = same plan)"),
+          slack_effort: float = typer.Option(
+              10.0, "--slack-effort", help="deterministic seconds, after the fastest plan is found, to look among "
+              "equally fast plans for the one with the most free bytes on its fullest tile; 0 skips it"),
           headroom: int = typer.Option(0, "--headroom", help="bytes per tile left free on top of the plan"),
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
@@ -134,6 +137,8 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     out_dir = Path(output or f"out/{spec_name}-b{batch}")
     if time_limit <= 0 or effort <= 0:
         raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
+    if slack_effort < 0:
+        raise InputError("--slack-effort", None, f"{slack_effort:g} is negative", "give seconds >= 0 (0 skips it)")
     if strategy not in ("cpsat", "beam"):
         raise InputError("--strategy", None, f"{strategy!r} is not a strategy", "valid: cpsat, beam")
     tpath = _target_path(target)
@@ -141,7 +146,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     job = Job(model, tpath, _batch(batch), layers,
               options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, effort=effort,
                                    seed=seed, relays=not no_relay, table_budget=table_budget, headroom=headroom,
-                                   explain=not no_explain, strategy=strategy))
+                                   explain=not no_explain, strategy=strategy, slack_effort=slack_effort))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:

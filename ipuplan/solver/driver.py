@@ -56,7 +56,8 @@ def instance(job: Job, spec, target) -> dict:
 def header(job: Job, spec, target, result: SolveResult) -> dict:
     o = job.options
     doc = {"format": PLAN, "verdict": result.verdict.value, **instance(job, spec, target)}
-    doc["search"] = {"seed": o.seed, "effort": o.effort, "relative_gap": o.relative_gap, "slack": o.slack}
+    doc["search"] = {"seed": o.seed, "effort": o.effort, "relative_gap": o.relative_gap, "slack": o.slack,
+                     "slack_effort": o.slack_effort}
     p = result.problem
     if p is not None:
         a = p.acct

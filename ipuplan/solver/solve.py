@@ -60,6 +60,7 @@ class SolveOptions:
     table_budget: int | None = None  # None: the target's exchange table limit
     headroom: int = 0  # bytes per tile left free on top of the model
     slack: bool = True  # second objective: the largest smallest free bytes within the gap
+    slack_effort: float = SLACK_EFFORT  # deterministic seconds for it at most; 0 keeps the cycle-optimal plan
     explain: bool = True  # on INFEASIBLE: minimize the core and find the least-overflowing plan
     strategy: str = "cpsat"  # or "beam": the seeds' heuristic search over the same catalogue
     cuts: tuple = ()  # placement cuts: (tile, literals never chosen together)
@@ -147,7 +148,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
                 f"the effort ran out after {rounds} rounds with exact per-tile rows still missing"))
         chosen = chosen_literals(ctx, solver)
         bound = min(objective_value(p, chosen), int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
-        if opts.slack:
+        if opts.slack and opts.slack_effort > 0:
             chosen = _slack_phase(p, classes, ctx, chosen, opts, report, budget, stats)
         stats["deterministic_time"] = round(budget.spent, 3)
         return SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes), stats=stats, chosen=chosen)
@@ -177,7 +178,7 @@ def _slack_phase(p: Problem, classes, ctx: ModelCtx, chosen: set, opts: SolveOpt
     for k, v in ctx.x.items():
         ctx.m.AddHint(v, k in chosen)
     sub = budget.share(0.5)
-    sub.effort = min(sub.effort, SLACK_EFFORT)
+    sub.effort = min(sub.effort, opts.slack_effort)
     status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "free bytes", keep_free=True)
     budget.spend(sub.spent)
     stats.update(slack_status=solver.StatusName(status), slack_rounds=rounds)

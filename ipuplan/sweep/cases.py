@@ -13,7 +13,7 @@ from ..errors import InputError
 # --set KEY: the solve flag it sets, and how a value is checked
 OPTIONS = {"headroom": ("--headroom", int), "exchange-table-budget": ("--exchange-table-budget", int),
            "support-reserve": ("--support-reserve", int), "effort": ("--effort", float), "seed": ("--seed", int),
-           "time-limit": ("--time-limit", float)}
+           "time-limit": ("--time-limit", float), "slack-effort": ("--slack-effort", float)}
 
 
 @dataclass(frozen=True)

@@ -61,9 +61,10 @@ def test_a_failed_case_is_reported_and_retried_on_request(swept, cli):
 
 
 def test_grid_expands_and_rejects_bad_input(tmp_path):
-    cases = grid([str(MODELS / "vit-small.yaml")], [str(SMALL)], "1,2,4", "2,full", ["headroom=0,8192", "seed=1"])
+    cases = grid([str(MODELS / "vit-small.yaml")], [str(SMALL)], "1,2,4", "2,full",
+                 ["headroom=0,8192", "seed=1", "slack-effort=0"])
     assert len(cases) == 3 * 2 * 2 and len({c.name for c in cases}) == 12
-    assert cases[0].solve_args()[-4:] == ["--headroom", "0", "--seed", "1"]
+    assert cases[0].solve_args()[-6:] == ["--headroom", "0", "--seed", "1", "--slack-effort", "0"]
     with pytest.raises(InputError, match="keys: headroom"):
         grid([str(MODELS / "vit-small.yaml")], [str(SMALL)], "1", None, ["colour=red"])
     with pytest.raises(InputError, match="not a comma-separated list"):

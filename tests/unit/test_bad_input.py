@@ -152,3 +152,8 @@ def test_bad_batch_and_layers(cli):
     assert r.code == 2 and "--batch" in r.err
     r = cli("show", MODELS / "vit-small.yaml", "--layers", "0")
     assert r.code == 2 and "--layers" in r.err
+
+
+def test_negative_slack_effort(cli, tmp_path):
+    r = cli("solve", MODELS / "vit-small.yaml", "--slack-effort", "-1", "-o", tmp_path / "x")
+    assert r.code == 2 and "--slack-effort" in r.err and "0 skips it" in r.err
