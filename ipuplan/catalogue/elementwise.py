@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from ..codelets import round_cycles, vector
+from ..codelets import call_cycles, round_cycles, vector
 from ..ir.graph import OpKind
 from ..layout import Layout, MemClass
 from ..layout.geometry import per_block
@@ -173,17 +173,18 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
                 internal = (inter,)
                 extra = round_cycles(tg, inter.transfer)
                 sets = 2
-                cyc += tg.kernel_launch_cycles + tg.worker_call_cycles  # the statistics codelet's own call
+                cyc += call_cycles(tg)  # the statistics codelet's own call
 
         def make(f, ps, lay=lay, needs=needs, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, sets=sets,
                  codelet=codelet):
-            desc = [descriptors(ctx, lay, codelet, patched(ctx, ps))]
+            moving = patched(ctx, ps)
+            desc = [descriptors(ctx, lay, codelet, moving)]
             names = (codelet.name,)
             if sets == 2:
                 desc.append(descriptors(ctx, lay, vector.LAYERNORM_STATS))
                 names += (vector.LAYERNORM_STATS.name,)
             lab = f"{lay.describe()}" + (f" params {f['params']}" if "params" in f else "")
-            cyc += descriptor_patching(ctx, lay, patched(ctx, ps))
+            cyc += descriptor_patching(ctx, lay, moving)
             return Impl(sop.key, lab, f, lay, needs, ps, bufs + tuple(desc), cyc, names, sets, internal, extra)
         impls += variants(uses, fields, make)
     return impls

@@ -182,11 +182,13 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, pm=pm,
                  pn=pn, pk=pk, codelets=tuple(codelets), sets=sets):
             part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups, cg) if pk > 1 else (out, None)
-            desc = [descriptors(ctx, part, amp, patched(ctx, ps if pk == 1 else ps[:1]))]
-            cyc += descriptor_patching(ctx, part, patched(ctx, ps if pk == 1 else ps[:1]))
+            moving = patched(ctx, ps if pk == 1 else ps[:1])
+            desc = [descriptors(ctx, part, amp, moving)]
+            cyc += descriptor_patching(ctx, part, moving)
             if pk > 1:  # one add per round on the receiving cells; the last round adds the bias too
-                desc += [descriptors(ctx, recv, gemm.REDUCE, patched(ctx, ps[1:]))] * len(internal)
-                cyc += len(internal) * descriptor_patching(ctx, recv, patched(ctx, ps[1:]))
+                moving = patched(ctx, ps[1:])
+                desc += [descriptors(ctx, recv, gemm.REDUCE, moving)] * len(internal)
+                cyc += len(internal) * descriptor_patching(ctx, recv, moving)
             if rope_op is not None:
                 desc.append(descriptors(ctx, out, vector.ROPE))
             lab = f"grid {pm}x{pn}x{pk} weights {f.get('params')}"

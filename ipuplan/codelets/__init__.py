@@ -37,8 +37,8 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
 
 def transfers_cost(target: Target, trs, patched: bool = False) -> Cost:
     """The given transfers (layout.Transfer) inside one exchange superstep: the busiest tile's bytes and
-    pieces and the local copies' cycles (the superstep's sync is its owner's); for sources that move with a Repeat iteration, patching
-    the sending rows' address words before each iteration (counted as exchange)."""
+    pieces and the local copies' cycles (the superstep's sync is its owner's); for sources that move with a
+    Repeat iteration, patching the sending rows' address words before each iteration (counted as exchange)."""
     send = sum(t.send for t in trs)
     recv = sum(t.recv for t in trs)
     pieces = sum(np.maximum(t.send_pieces, t.recv_pieces) for t in trs)

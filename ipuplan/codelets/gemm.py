@@ -21,7 +21,7 @@ from ..ir.graph import DType
 from ..numerics import gemm as gemm_numerics
 from ..numerics import gemm_groups
 from ..target import Target
-from .base import CODE_DTYPE, Codelet, VectorCost
+from .base import CODE_DTYPE, Codelet, VectorCost, call_cycles
 
 K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
 N_MULTIPLE = 16
@@ -69,7 +69,7 @@ def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
     """Every round of the tree adds one received F32 partial into the running one, at the reduction's
     measured output rate, one six-worker call per round."""
     rounds = max(0, int(pk).bit_length() - 1)
-    per_round = target.kernel_launch_cycles + target.worker_call_cycles + ceil(m * n * 4 / target.reduction_bytes_per_cycle)
+    per_round = call_cycles(target) + ceil(m * n * 4 / target.reduction_bytes_per_cycle)
     return rounds * per_round
 
 
