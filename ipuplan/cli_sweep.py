@@ -19,7 +19,8 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
           target: Optional[List[str]] = typer.Option(None, "--target", help="target YAML (repeatable)"),
           sets: Optional[List[str]] = typer.Option(None, "--set", help="KEY=V1,V2: a solve option's values (repeatable)"),
           workers: Optional[int] = typer.Option(None, "--workers", help="local Ray workers (default: the cores)"),
-          address: Optional[str] = typer.Option(None, "--address", help="join this Ray cluster instead"),
+          address: Optional[str] = typer.Option(
+              None, "--address", help="join this Ray cluster (host:port, as `ray start --head` printed) instead"),
           retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed or killed cases again"),
           output: str = typer.Option(..., "-o", "--output", help="sweep directory")) -> None:
     """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""

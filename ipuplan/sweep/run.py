@@ -7,12 +7,14 @@ from __future__ import annotations
 import csv
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Callable
 
+from ..errors import InputError
 from .cases import Case
 
 VERDICTS = ("FIT", "INFEASIBLE", "UNKNOWN")
@@ -81,8 +83,15 @@ def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, addr
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
         started = not ray.is_initialized()
         if started:
-            ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
-                     include_dashboard=False, log_to_driver=False)
+            if address:
+                _reachable(address)
+            try:
+                ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
+                         include_dashboard=False, log_to_driver=False)
+            except ConnectionError as e:  # something answered but would not admit us, e.g. a token-authenticated head
+                raise InputError("--address", None, f"{address!r}: {e}",
+                                 "a head started with a token admits clients with the same RAY_AUTH_MODE=token and "
+                                 "RAY_AUTH_TOKEN (docs/SWEEP.md)") from None
         task = ray.remote(num_cpus=1, max_retries=0)(execute)
         pending = {task.remote(c, str(out_dir / "cases" / c.name), cwd): c for c in todo}
         try:
@@ -109,6 +118,20 @@ def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, addr
     records = [results[c.name] for c in cases]
     write_results(out_dir, records)
     return records
+
+
+def _reachable(address: str) -> None:
+    """A `host:port` (or `ray://host:port`) that nothing answers on is bad input now, not after Ray's own
+    connection retries (minutes) end in a crash."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as e:
+        raise InputError("--address", None, f"{address!r}: nothing answers there ({e.strerror or e})",
+                         "the address `ray start --head` printed (host:port), or no --address for a local "
+                         "instance") from None
 
 
 def _counts(results: dict) -> dict:
