@@ -32,6 +32,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _sweep(address: str, out: Path, batch: str, env: dict) -> subprocess.CompletedProcess:
+    """`ipuplan sweep` on vit-small (small64) joining `address`, in its own process with `env`."""
+    return subprocess.run([sys.executable, "-m", "ipuplan.cli", "sweep", str(MODELS / "vit-small.yaml"), "--target",
+                           str(ROOT / "targets" / "small64.yaml"), "--batch", batch, "--address", address,
+                           "-o", str(out)], cwd=ROOT, capture_output=True, text=True, env=env)
+
+
 @pytest.fixture(scope="module")
 def head():
     ray, port = _ray_cli(), _free_port()
@@ -47,9 +54,7 @@ def head():
 
 def test_sweep_joins_an_existing_head(head, tmp_path):
     (address, env), out = head, tmp_path / "grid"
-    p = subprocess.run([sys.executable, "-m", "ipuplan.cli", "sweep", str(MODELS / "vit-small.yaml"), "--target",
-                        str(ROOT / "targets" / "small64.yaml"), "--batch", "1,2", "--address", address, "-o", str(out)],
-                       cwd=ROOT, capture_output=True, text=True, env=env)
+    p = _sweep(address, out, "1,2", env)
     assert p.returncode == 0, p.stdout + p.stderr
     cases = json.loads((out / "sweep.json").read_text())["cases"]
     assert [(c["batch"], c["status"], c["verdict"], c["checked"]) for c in cases] == \
@@ -57,11 +62,8 @@ def test_sweep_joins_an_existing_head(head, tmp_path):
 
 
 def test_a_head_that_refuses_the_client_is_bad_input(head, tmp_path):
-    (address, env) = head
-    p = subprocess.run([sys.executable, "-m", "ipuplan.cli", "sweep", str(MODELS / "vit-small.yaml"), "--target",
-                        str(ROOT / "targets" / "small64.yaml"), "--batch", "1", "--address", address,
-                        "-o", str(tmp_path / "grid")], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(env, RAY_AUTH_MODE="disabled"))
+    address, env = head
+    p = _sweep(address, tmp_path / "grid", "1", dict(env, RAY_AUTH_MODE="disabled"))
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert f"--address: {address!r}: Failed to connect to Ray cluster" in p.stdout + p.stderr
     assert "RAY_AUTH_TOKEN" in p.stdout + p.stderr
@@ -69,9 +71,6 @@ def test_a_head_that_refuses_the_client_is_bad_input(head, tmp_path):
 
 def test_an_address_without_a_head_is_bad_input(tmp_path):
     port = _free_port()
-    p = subprocess.run([sys.executable, "-m", "ipuplan.cli", "sweep", str(MODELS / "vit-small.yaml"), "--target",
-                        str(ROOT / "targets" / "small64.yaml"), "--batch", "1", "--address", f"127.0.0.1:{port}",
-                        "-o", str(tmp_path / "grid")], cwd=ROOT, capture_output=True, text=True,
-                       env=dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+    p = _sweep(f"127.0.0.1:{port}", tmp_path / "grid", "1", dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert f"--address: '127.0.0.1:{port}': nothing answers there" in p.stdout + p.stderr
