@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli_common import (DEFAULT_TARGET, _batch, _load, _print_time, _print_verdict, _solve_option_ranges,  # noqa: F401
-                         _target_path, app, err, out)
+from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, _batch, _catalogue, _load,  # noqa: F401
+                         _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
 from .errors import ArrayInputError, InputError, IpuplanError
 
 
@@ -121,8 +121,9 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           headroom: int = typer.Option(0, "--headroom", help="bytes per tile left free on top of the plan"),
           support_reserve: Optional[int] = typer.Option(
               None, "--support-reserve", help="the seeds' accounting: B bytes reserved in a 586,960 B budget"),
-          no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relay tiles"),
+          relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help=RELAY_HELP),
           strategy: str = typer.Option("cpsat", "--strategy", help="cpsat (proof) or beam (the seeds' heuristic)"),
+          catalogue: str = typer.Option("shaped", "--catalogue", help=CATALOGUE_HELP),
           no_explain: bool = typer.Option(False, "--no-explain",
                                           help="on INFEASIBLE, skip core minimization and the deficit search"),
           table_budget: Optional[int] = typer.Option(
@@ -145,8 +146,9 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     _solve_option_ranges(tpath, support_reserve, table_budget, headroom)
     job = Job(model, tpath, _batch(batch), layers,
               options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, effort=effort,
-                                   seed=seed, relays=not no_relay, table_budget=table_budget, headroom=headroom,
-                                   explain=not no_explain, strategy=strategy, slack_effort=slack_effort))
+                                   seed=seed, relays=relay, table_budget=table_budget, headroom=headroom,
+                                   explain=not no_explain, strategy=strategy, slack_effort=slack_effort,
+                                   catalogue=_catalogue(catalogue)))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     if as_json:

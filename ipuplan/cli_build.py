@@ -9,7 +9,8 @@ from typing import Optional
 
 import typer
 
-from .cli_common import _batch, _print_verdict, _solve_option_ranges, _target_path, app, err, out
+from .cli_common import (CATALOGUE_HELP, RELAY_HELP, _batch, _catalogue, _print_verdict, _solve_option_ranges,
+                         _target_path, app, err, out)
 from .errors import InputError
 
 
@@ -22,9 +23,10 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           effort: float = typer.Option(120.0, "--effort", help="deterministic seconds of search"),
           seed: int = typer.Option(0, "--seed", help="solver seed"),
           headroom: int = typer.Option(0, "--headroom", help="bytes per tile left free on top of the plan"),
-          no_relay: bool = typer.Option(False, "--no-relay", help="never gather replicated operands onto relays"),
+          relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help=RELAY_HELP),
           table_budget: Optional[int] = typer.Option(None, "--exchange-table-budget",
                                                      help="exchange table bytes per tile"),
+          catalogue: str = typer.Option("shaped", "--catalogue", help=CATALOGUE_HELP),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the build summary as JSON")) -> None:
     """Solve, place and lower MODEL into DIR/model.ipupkg (exit 0), or report why not (1 INFEASIBLE, 3 UNKNOWN)."""
@@ -38,8 +40,9 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     tpath = _target_path(target)
     _solve_option_ranges(tpath, None, table_budget, headroom)
     job = Job(model, tpath, _batch(batch), layers,
-              options=SolveOptions(batch=batch, time_limit=time_limit, effort=effort, seed=seed, relays=not no_relay,
-                                   table_budget=table_budget, headroom=headroom, explain=False))
+              options=SolveOptions(batch=batch, time_limit=time_limit, effort=effort, seed=seed, relays=relay,
+                                   table_budget=table_budget, headroom=headroom, explain=False,
+                                   catalogue=_catalogue(catalogue)))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc, summary = run_build(job, out_dir, report)
     if as_json:

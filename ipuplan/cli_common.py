@@ -33,6 +33,24 @@ def _load(model: str, layers: Optional[int], precision: Optional[str] = None, fu
     return load_model(model).with_options(layers=layers, precision=precision, fuse_qkv=fuse_qkv)
 
 
+def _catalogue(name: str):
+    """The --catalogue option as the solver's enum (bad input: exit 2 naming what is valid)."""
+    from .catalogue import Catalogue
+    try:
+        return Catalogue(name)
+    except ValueError:
+        raise InputError("--catalogue", None, f"{name!r} is not a catalogue",
+                         "valid: " + ", ".join(c.value for c in Catalogue)) from None
+
+
+CATALOGUE_HELP = ("implementation space: shaped (homes and producer layouts shaped for their readers, grids screened "
+                  "by the objective's costs) or grid (the earlier space, for comparisons)")
+
+
+RELAY_HELP = ("offer relays: gather a replicated operand onto relay tiles, then multicast (default: on with "
+              "--catalogue grid, off with shaped)")
+
+
 def _batch(batch: int) -> int:
     if not 1 <= batch <= 4096:
         raise InputError("--batch", None, f"{batch} is out of range", "valid: 1..4096")
@@ -59,7 +77,8 @@ def _print_time(b: dict | None) -> None:
         return
     tot = b["compute"] + b["exchange"] + b["sync"] or 1
     pct = lambda d: "/".join(f"{100 * d[k] / tot:.0f}" for k in ("compute", "exchange", "sync"))
-    out.print(f"  time: compute {b['compute']:,}, exchange {b['exchange']:,}, sync {b['sync']:,} cycles "
+    beyond = f" (of which {b['exchange_beyond_bytes']:,} beyond bytes)" if "exchange_beyond_bytes" in b else ""
+    out.print(f"  time: compute {b['compute']:,}, exchange {b['exchange']:,}{beyond}, sync {b['sync']:,} cycles "
               f"({pct(b)} %); by kind (compute/exchange/sync %): "
               + ", ".join(f"{k} {pct(d)}" for k, d in b["by_kind"].items()), highlight=False)
     out.print("  slowest supersteps per run: " + ", ".join(

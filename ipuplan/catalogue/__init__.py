@@ -8,7 +8,7 @@ from typing import Callable
 from ..ir.graph import OpKind
 from .attention import attention
 from .elementwise import elementwise
-from .impl import Buf, Ctx, Impl, Internal, Life, ParamMode, ParamUse, RowsInto
+from .impl import Buf, Catalogue, Ctx, Home, HomeKind, Impl, Internal, Life, ParamMode, ParamUse, RowsInto
 from .matmul import matmul
 from .schedule import Schedule, SOp, build_schedule, matrix
 
@@ -36,5 +36,5 @@ def build_catalogue(ctx: Ctx) -> dict[str, list[Impl]]:
     return ctx.impls
 
 
-__all__ = ["Buf", "CATALOGUE", "Ctx", "Impl", "Internal", "Life", "ParamMode", "ParamUse", "RowsInto", "SOp",
+__all__ = ["Buf", "CATALOGUE", "Catalogue", "Ctx", "Home", "HomeKind", "Impl", "Internal", "Life", "ParamMode", "ParamUse", "RowsInto", "SOp",
            "Schedule", "build_catalogue", "build_schedule", "matrix"]

@@ -7,7 +7,8 @@ from typing import Callable
 from ..codelets import Codelet, patch_cycles
 from ..layout import Layout, MemClass
 from ..layout.geometry import per_block
-from .impl import Buf, Ctx, Impl, Life, ParamMode, ParamUse
+from .impl import SPREAD, Buf, Ctx, Impl, Life, ParamMode, ParamUse
+from .transport import block_homes
 
 IL, STD = MemClass.INTERLEAVED, MemClass.STANDARD
 
@@ -47,15 +48,36 @@ def sequence_count(ctx: Ctx, key: str) -> int:
     return ctx.sched.params[key].count
 
 
-def variants(uses: list[tuple[str, Layout]], base: dict, make: Callable[[dict, tuple[ParamUse, ...]], Impl]
-             ) -> list[Impl]:
-    """One implementation per parameter mode (all parameters of the op share the mode)."""
+def variants(ctx: Ctx, uses: list[tuple[str, Layout]], base: dict,
+             make: Callable[[dict, tuple[ParamUse, ...]], Impl]) -> list[Impl]:
+    """One implementation per way of holding the op's parameters (all of them resident, or all staged): staged
+    from spread homes, and in the shaped catalogue also from blocks homes wherever one is offered (whole blocks;
+    then the most chunked), the rest spread. plan.json records the staged variants' homes by parameter."""
     if not uses:
         return [make(dict(base), ())]
-    return [make(dict(base, params=mode.value), tuple(ParamUse(k, lay, mode) for k, lay in uses))
-            for mode in ParamMode]
+    out = [make(dict(base, params=ParamMode.RESIDENT.value),
+                tuple(ParamUse(k, lay, ParamMode.RESIDENT) for k, lay in uses))]
+    homesets = [tuple(SPREAD for _ in uses)]
+    if ctx.shaped:
+        offers = [block_homes(ctx.tiles, k, lay, sequence_count(ctx, k)) for k, lay in uses]
+        for pick in (0, -1):
+            hs = tuple(o[pick] if o else SPREAD for o in offers)
+            if hs not in homesets:
+                homesets.append(hs)
+    for hs in homesets:
+        f = dict(base, params=ParamMode.STAGED.value)
+        if ctx.shaped:
+            f["homes"] = {k: h.record for (k, _), h in zip(uses, hs)}
+        out.append(make(f, tuple(ParamUse(k, lay, ParamMode.STAGED, h) for (k, lay), h in zip(uses, hs))))
+    return out
 
 
 def patched(ctx: Ctx, ps: tuple[ParamUse, ...]) -> int:
     """Vertex fields that point into a resident per-layer sequence (their address moves every iteration)."""
     return sum(1 for p in ps if p.mode is ParamMode.RESIDENT and sequence_count(ctx, p.key) > 1)
+
+
+def home_label(fields: dict) -> str:
+    """The non-spread homes of a staged variant, for its label."""
+    homes = sorted({h for h in fields.get("homes", {}).values() if h != "spread"})
+    return f" (homes {', '.join(homes)})" if homes else ""

@@ -19,7 +19,7 @@ from ..ir.graph import OpKind
 from ..layout import Layout, MemClass
 from ..layout.geometry import per_block
 from ..layout.transfer import block_moves
-from .common import STD, descriptor_patching, descriptors, patched, row_layout, variants
+from .common import STD, descriptor_patching, descriptors, home_label, patched, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life, RowsInto
 from .schedule import SOp, matrix
 
@@ -30,33 +30,44 @@ COST = {OpKind.ADD: "add", OpKind.GELU: "gelu", OpKind.CAST: "cast", OpKind.LAYE
         OpKind.BROADCAST: "copy"}
 
 
-def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
-    rows, cols = matrix(sop.graph.value(sop.op.outputs[0]))
-    seen: list[Layout] = []
+PRODUCER_LAYOUTS = 6  # shaped catalogue: at most this many of the producer's layouts (then every consumer need)
+GRID_CANDIDATES = 8  # grid catalogue: the first this many candidates, in the order below
 
-    def add(lay, mem: MemClass | None = None):
+
+def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
+    """Output layout candidates: the first input's producer's layouts (compute where the data is), the layouts
+    the consumers need (compute straight into them), the canonical row grid (one row block per tile). The grid
+    catalogue keeps the first GRID_CANDIDATES of them; the shaped one PRODUCER_LAYOUTS of the producer's and
+    every consumer need and the row grid, so a conversion between producer and consumer can always happen where
+    it is cheapest."""
+    rows, cols = matrix(sop.graph.value(sop.op.outputs[0]))
+    groups: list[list[Layout]] = [[], [], []]
+
+    def add(k: int, lay, mem: MemClass | None = None):
         if not isinstance(lay, Layout) or lay.rows != rows or lay.cols != cols or lay.flat:
             return
         lay = dataclasses.replace(lay, elem=elem, mem=mem or lay.mem)
         if lay.mem is ANY:
             lay = lay.allocated()
-        if lay not in seen:
-            seen.append(lay)
+        if all(lay not in g for g in groups):
+            groups[k].append(lay)
 
     for _, r in sop.reads:
         if r.kind == "act" and r.window is None and r.key in ctx.sched.buffers:
             prod = ctx.sched.buffers[r.key].producer
             for im in ctx.impls.get(prod, []):
-                add(dataclasses.replace(im.out, row_align=1, col_align=1), STD)
+                add(0, dataclasses.replace(im.out, row_align=1, col_align=1), STD)
             break
     for c in ctx.sched.buffers[sop.out_key].consumers:
         for im in ctx.impls.get(c, []):
             for i, r in ctx.sched.op(c).reads:
                 if r.key == sop.out_key and r.window is None:
-                    add(im.needs.get(i))
+                    add(1, im.needs.get(i))
     pr = min(rows, ctx.tiles // ctx.batch * ctx.batch if rows >= ctx.batch else rows)
-    add(row_layout(rows, cols, elem, ctx.batch, max(1, pr)))
-    return seen
+    add(2, row_layout(rows, cols, elem, ctx.batch, max(1, pr)))
+    if not ctx.shaped:
+        return (groups[0] + groups[1] + groups[2])[:GRID_CANDIDATES]
+    return groups[0][:PRODUCER_LAYOUTS] + groups[1] + groups[2]
 
 
 def vector_need(lay: Layout, n: int) -> Layout:
@@ -126,7 +137,7 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
     outv = sop.graph.value(sop.op.outputs[0])
     rows, cols = matrix(outv)
     impls = []
-    for lay in neighbour_layouts(ctx, sop, outv.dtype.itemsize)[:8]:
+    for lay in neighbour_layouts(ctx, sop, outv.dtype.itemsize):
         if kind is OpKind.LAYERNORM and lay.pc > 1 and rows > 64:
             continue  # column-split LayerNorm (cross-tile statistics) only for few-row tensors
         if kind in (OpKind.ADD, OpKind.LAYERNORM, OpKind.CONCAT) and lay.replicas > 1:
@@ -183,8 +194,8 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
             if sets == 2:
                 desc.append(descriptors(ctx, lay, vector.LAYERNORM_STATS))
                 names += (vector.LAYERNORM_STATS.name,)
-            lab = f"{lay.describe()}" + (f" params {f['params']}" if "params" in f else "")
+            lab = f"{lay.describe()}" + (f" params {f['params']}" if "params" in f else "") + home_label(f)
             cyc += descriptor_patching(ctx, lay, moving)
             return Impl(sop.key, lab, f, lay, needs, ps, bufs + tuple(desc), cyc, names, sets, internal, extra)
-        impls += variants(uses, fields, make)
+        impls += variants(ctx, uses, fields, make)
     return impls

@@ -20,9 +20,39 @@ class Life(Enum):
     PROGRAM = "program"  # the whole program (resident parameters, RoPE tables, vertex descriptors)
 
 
+class Catalogue(Enum):
+    """Which implementation space the planner ranges over (`solve --catalogue`)."""
+
+    SHAPED = "shaped"  # homes and producer layouts shaped for their readers, grids screened by the objective's costs
+    GRID = "grid"  # the earlier space: spread homes, producers' own layouts, grids screened by a byte proxy
+
+
 class ParamMode(Enum):
     RESIDENT = "resident"  # every iteration's copy held in the compute layout for the whole program
-    STAGED = "staged"  # compact balanced home; copied into the compute layout before each use
+    STAGED = "staged"  # held in a home; copied into the compute layout before each use
+
+
+class HomeKind(Enum):
+    """Where a staged parameter lives between uses (catalogue/transport.py)."""
+
+    SPREAD = "spread"  # the staged blocks end to end, split evenly over every tile in 8-byte grains
+    BLOCKS = "blocks"  # one replica of the staged blocks, each whole (or in column chunks) on a tile of its own
+
+
+@dataclass(frozen=True)
+class Home:
+    kind: HomeKind = HomeKind.SPREAD
+    chunks: int = 1  # BLOCKS: column chunks per block (one-row blocks only), each on its own tile
+
+    @property
+    def record(self) -> str:
+        """As plan.json records it: "spread", "blocks" or "blocks/<chunks>"."""
+        if self.kind is HomeKind.SPREAD:
+            return "spread"
+        return "blocks" if self.chunks == 1 else f"blocks/{self.chunks}"
+
+
+SPREAD = Home()
 
 
 @dataclass(frozen=True)
@@ -30,6 +60,7 @@ class ParamUse:
     key: str
     layout: Layout  # one iteration, as the op consumes it
     mode: ParamMode
+    home: Home = SPREAD  # where a staged parameter lives (unused when resident)
 
 
 @dataclass(frozen=True)
@@ -90,7 +121,13 @@ class Ctx:
     target: Target
     sched: Schedule
     batch: int
+    kind: Catalogue = Catalogue.SHAPED
     impls: dict[str, list[Impl]] = field(default_factory=dict)
+    screened: dict[str, list[dict]] = field(default_factory=dict)  # per GEMM: the grids kept, with why
+
+    @property
+    def shaped(self) -> bool:
+        return self.kind is Catalogue.SHAPED
 
     @property
     def tiles(self) -> int:

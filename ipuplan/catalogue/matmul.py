@@ -13,19 +13,21 @@ from math import ceil
 
 import numpy as np
 
+from ..codelets import attention as att
 from ..codelets import round_cycles, gemm, vector
 from ..ir.graph import OpKind
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
-from .common import IL, STD, descriptor_patching, descriptors, patched, pow2_upto, row_layout, variants
+from .common import IL, STD, descriptor_patching, descriptors, home_label, patched, pow2_upto, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life
 from .schedule import SOp, matrix
 
 
 def grid_cost(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, pk: int) -> tuple[int, int]:
-    """(modeled cycles, per-tile bytes) of one grid: both operands padded as the AMP needs them, the output
-    or, with pk > 1, the F32 partial and one received partial."""
+    """The grid catalogue's screen: (modeled cycles, per-tile bytes) of one grid, with the operands' bytes at the
+    exchange rate (no pieces); both operands padded as the AMP needs them, the output or, with pk > 1, the F32
+    partial and one received partial."""
     xe = we = 1 if fp8 else 2
     km = gemm.k_multiple(fp8)
     mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
@@ -37,12 +39,42 @@ def grid_cost(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, pk:
     return cyc, mem
 
 
-def grids(ctx: Ctx, m: int, k: int, n: int, fp8: bool, keep: int = 5) -> list[tuple[int, int, int]]:
+def objective_cost(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, pk: int) -> tuple[int, int]:
+    """The shaped catalogue's screen: the objective's own terms for one grid, on its busiest tile — the AMP and
+    the epilogue; x arriving from one-row-per-tile blocks (a run per row: its bytes or 160 cycles per piece,
+    whichever is longer); the weight block staged from a spread home (its bytes or a piece per home chunk it
+    spans); each reduction round's partial, sync and add; the output leaving for one-row-per-tile consumers (a
+    run per row). Per-tile bytes as the grid screen counts them."""
+    t = ctx.target
+    e = 1 if fp8 else 2
+    km = gemm.k_multiple(fp8)
+    mb, kb, nb = ceil(m / pm), ceil(k / pk), ceil(n / pn)
+    kp, np_ = ceil(kb / km) * km, ceil(nb / gemm.N_MULTIPLE) * gemm.N_MULTIPLE
+    mem = mb * kp * e + kp * np_ * e + (mb * nb * 8 if pk > 1 else mb * nb * 2)
+
+    def moved(nbytes: int, pieces: int) -> int:
+        return max(ceil(nbytes / t.exchange_bytes_per_cycle), pieces * t.exchange_fragment_cycles)
+
+    chunk = max(1, k * n * e // ctx.tiles)
+    cyc = gemm.cycles(t, mb, kb, nb, fp8) + gemm.epilogue_cycles(t, mb, nb)
+    cyc += moved(mb * kp * e, mb) + moved(kp * np_ * e, ceil(kp * np_ * e / chunk) + 1) + moved(mb * nb * 2, mb)
+    if pk > 1:
+        cyc += gemm.reduce_cycles(t, mb, nb, pk) + tree_rounds(pk) * (moved(mb * nb * 4, 1) + t.exchange_sync_cycles)
+    return cyc, mem
+
+
+def grids(ctx: Ctx, m: int, k: int, n: int, fp8: bool, keep: int = 5, head: int = 0,
+          record: list | None = None, fastest: int = 2) -> list[tuple[int, int, int]]:
     """(pm, pn, pk) grids on the Pareto front of modeled cycles and per-tile bytes, spread along it (the
     fastest and the leanest always kept). Rows take every distinct block height; columns the largest split
-    that fits the tiles and the largest ones whose blocks are whole AMP column groups."""
+    that fits the tiles and the largest ones whose blocks are whole AMP column groups. The grid catalogue
+    screens with `grid_cost`, the shaped one with `objective_cost`; with `head` (the output feeds attention
+    with heads of `head` columns) the shaped catalogue also keeps head-aligned grids, whose column blocks are
+    single heads, and the `fastest` grids by its screen (the screen cannot see which layouts the neighbours
+    choose; the solver can). `record` receives each kept grid's figures and why it was kept."""
     T = ctx.tiles
     km = gemm.k_multiple(fp8)
+    screen = objective_cost if ctx.shaped else grid_cost
     seen, cands = set(), []
     for pk in (1, 2, 4, 8):
         if pk > ceil(k / 4) or ceil(k / pk) < km and pk > 1:
@@ -59,7 +91,7 @@ def grids(ctx: Ctx, m: int, k: int, n: int, fp8: bool, keep: int = 5) -> list[tu
                 if (pm, pn, pk) in seen or pm * pn * pk < min(T // 3, m * n * pk // 4):
                     continue
                 seen.add((pm, pn, pk))
-                cyc, mem = grid_cost(ctx, m, k, n, fp8, pm, pn, pk)
+                cyc, mem = screen(ctx, m, k, n, fp8, pm, pn, pk)
                 cands.append((cyc, mem, pm, pn, pk))
     cands.sort()
     front, best_mem = [], None
@@ -67,14 +99,54 @@ def grids(ctx: Ctx, m: int, k: int, n: int, fp8: bool, keep: int = 5) -> list[tu
         if best_mem is None or c[1] < best_mem:
             front.append(c)
             best_mem = c[1]
+    kept = front
     if len(front) > keep:
         idx = np.unique(np.linspace(0, len(front) - 1, keep).round().astype(int))
-        front = [front[i] for i in idx]
-    return [(pm, pn, pk) for _, _, pm, pn, pk in front]
+        kept = [front[i] for i in idx]
+    why = {id(c): "Pareto front of cycles and bytes" for c in kept}
+    why[id(kept[0])], why[id(kept[-1])] = "fastest", "leanest" if len(kept) > 1 else "fastest and leanest"
+    out = list(kept)
+    if ctx.shaped:  # the screen cannot see the neighbours' layouts: the solver also gets the next fastest grids
+        near = lambda a, b: abs(a - b) <= 0.2 * max(a, b)
+        extra = 0
+        for rank, c in enumerate(cands):
+            if extra == fastest:
+                break
+            if any(c[4] == o[4] and near(c[2], o[2]) and near(c[3], o[3]) for o in out):
+                continue  # a near twin of a kept grid
+            why[id(c)] = f"{rank + 1}. fastest by the screen"
+            out.append(c)
+            extra += 1
+    if head and ctx.shaped and n % head == 0 and head % grain(1 if fp8 else 2) == 0:
+        pn = n // head
+        for pk in (1, 2):
+            pm = T // (pn * pk)
+            if ctx.batch > 1 and m % ctx.batch == 0:
+                pm -= pm % ctx.batch
+            if pm < 1 or ceil(k / pk) < km and pk > 1 or any(c[2:] == (min(pm, m), pn, pk) for c in out):
+                continue
+            pm = min(pm, m)
+            c = (*screen(ctx, m, k, n, fp8, pm, pn, pk), pm, pn, pk)
+            why[id(c)] = f"head-aligned: {pn} column blocks of one {head}-column head each, written padded " \
+                         f"for the attention that reads them"
+            out.append(c)
+    if record is not None:
+        record += [{"grid": list(c[2:]), "modeled_cycles": int(c[0]), "bytes": int(c[1]), "why": why[id(c)]}
+                   for c in out]
+    return [c[2:] for c in out]
 
 
 def tree_rounds(pk: int) -> int:
     return max(0, int(pk).bit_length() - 1)
+
+
+def attention_head(ctx: Ctx, sop: SOp) -> int:
+    """The head width of an attention that reads this op's output (0: none does)."""
+    for c in ctx.sched.buffers[sop.out_key].consumers:
+        cop = ctx.sched.op(c)
+        if cop.op.kind is OpKind.ATTENTION:
+            return cop.op.attrs.head_dim
+    return 0
 
 
 def rope_consumer(ctx: Ctx, sop: SOp):
@@ -139,7 +211,11 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
     amp = gemm.GEMM[fp8]
     rope_op, rope_wins = rope_consumer(ctx, sop)
     impls = []
-    for pm, pn, pk in grids(ctx, m, k, n, fp8):
+    head = attention_head(ctx, sop)
+    ctx.screened[sop.key] = record = []
+    for pm, pn, pk in grids(ctx, m, k, n, fp8, keep=5, head=head, record=record):
+        # a head-aligned grid writes its heads padded as attention reads them: each head leaves as whole rows
+        out_align = att.PAD if ctx.shaped and head and pn * head == n and head % att.PAD else 1
         rs = pn * pk
         xlay = row_layout(m, k, xe, B, pm, pk, IL, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
                           col_align=km)
@@ -148,7 +224,8 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         # w, the output, the bias and the partials split n at the same columns: whole words of w
         cg = grain(we)
         c16 = 0 if cg == grain(2) else cg
-        out = row_layout(m, n, 2, B, pm, pn, IL if pk == 1 else STD, row_stride=rs, col_stride=pk, col_grain=c16)
+        out = row_layout(m, n, 2, B, pm, pn, IL if pk == 1 else STD, row_stride=rs, col_stride=pk, col_grain=c16,
+                         col_align=out_align)
         uses = [(wref.key, wlay)]
         if len(sop.reads) > 2:
             uses.append((sop.reads[2][1].key, Layout(1, n, 2, pr=1, pc=pn, replicas=pm, col_stride=pk,
@@ -178,6 +255,8 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
             codelets.append(vector.ROPE.name)
             sets += 1
         base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": pk}
+        if out_align > 1:
+            base["out_align"] = out_align
 
         def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=tuple(bufs), internal=internal, extra=extra, pm=pm,
                  pn=pn, pk=pk, codelets=tuple(codelets), sets=sets):
@@ -191,8 +270,9 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
                 cyc += len(internal) * descriptor_patching(ctx, recv, moving)
             if rope_op is not None:
                 desc.append(descriptors(ctx, out, vector.ROPE))
-            lab = f"grid {pm}x{pn}x{pk} weights {f.get('params')}"
+            lab = f"grid {pm}x{pn}x{pk}" + (" heads padded" if "out_align" in f else "") + \
+                f" weights {f.get('params')}" + home_label(f)
             return Impl(sop.key, lab, f, out, {} if xref.kind == "param" else {0: xlay}, ps, bufs + tuple(desc), cyc, codelets, sets, internal,
                         extra)
-        impls += variants(uses, base, make)
+        impls += variants(ctx, uses, base, make)
     return impls

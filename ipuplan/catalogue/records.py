@@ -27,8 +27,9 @@ def catalogue_records(impls: dict[str, list[Impl]]) -> dict[str, list[dict]]:
     return {op: [choice_record(im, i) for i, im in enumerate(v)] for op, v in impls.items()}
 
 
-def regenerate_catalogue(graph, target, batch: int) -> dict[str, list[dict]]:
-    """This version's catalogue for an instance, as records."""
+def regenerate_catalogue(graph, target, batch: int, kind: str = "shaped") -> dict[str, list[dict]]:
+    """This version's catalogue (`kind`: "shaped" or "grid") for an instance, as records."""
     from . import build_catalogue
+    from .impl import Catalogue
     from .schedule import build_schedule
-    return catalogue_records(build_catalogue(Ctx(target, build_schedule(graph), batch)))
+    return catalogue_records(build_catalogue(Ctx(target, build_schedule(graph), batch, Catalogue(kind))))

@@ -14,7 +14,7 @@ from .machine import machine_statement
 from ..catalogue.records import regenerate_catalogue
 from ..formats import CERTIFICATE as FORMAT
 from ..formats import catalogue_digest, digest
-from .plan import CheckReport, Limits, load_inputs
+from .plan import CheckReport, Limits, catalogue_of, load_inputs
 from .space import Space, build_space
 from .validate import Invalid, get, one_of
 
@@ -30,7 +30,8 @@ def instance_lines(cert: dict) -> list[str]:
     return [f"instance: model {cert.get('model')} ({path('model')}), batch {cert.get('batch')}, "
             f"{cert.get('layers')} layers, precision {cert.get('precision')}, fused QKV {cert.get('fuse_qkv')}",
             f"          target {path('target')}; options: support reserve {o.get('support_reserve')}, relays "
-            f"{o.get('relays')}, exchange table budget {o.get('exchange_table_budget')}, headroom {o.get('headroom')}"]
+            f"{o.get('relays')}, exchange table budget {o.get('exchange_table_budget')}, headroom {o.get('headroom')}, "
+            f"catalogue {o.get('catalogue', 'grid')}"]
 
 
 def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None):
@@ -129,13 +130,14 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int) -> None:
         return
     cands = get(cert, "candidates", W)
     scope = get(cert, "scope", W)
-    regenerated = regenerate_catalogue(g, target, cert["batch"])
+    kind_of_catalogue = catalogue_of(options, W) if isinstance(options, dict) else "grid"
+    regenerated = regenerate_catalogue(g, target, cert["batch"], kind_of_catalogue)
     if catalogue_digest(regenerated) != scope.get("catalogue_sha256") or catalogue_digest(cands) != \
             scope.get("catalogue_sha256"):
         rep.fail("the certificate's candidates are not this version's catalogue for this instance")
         return
     sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
-                     where=f"{W}: candidates")
+                     where=f"{W}: candidates", whole_rows=kind_of_catalogue == "shaped")
     lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
     steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
     rows = []

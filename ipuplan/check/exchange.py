@@ -1,7 +1,9 @@
 """The checker's own count of what an exchange puts in each tile's tables: runs, pieces, instruction words.
 
 A run is contiguous in the source and destination blocks (a cell covering whole stored rows of both with
-equal pitches, else one run per row); a run longer than one physical transfer is several pieces. A run sent
+equal pitches, else one run per row; in the shaped catalogue also a cell spanning the full stored width of
+both blocks at equal pitches, moved with its padding); a run longer than one physical transfer is several
+pieces. A run sent
 to several tiles is sent once; a destination on the sending tile receives by loopback when the run also
 goes elsewhere, and a run that only goes to its own tile is a local copy (three list words per run).
 Instruction words per piece: sent `send` + `delay` + `sendoff` continuations; received delayxpic, delaypic,
@@ -69,8 +71,9 @@ def _overlaps(a_sizes, b_sizes, b_offset: int = 0):
     return ia, ib, lo[ia, ib], (hi - lo)[ia, ib]
 
 
-def grid_transfer(src: dict, window, dst: dict, T: int, target, rows=None) -> Counts:
-    """Move src (columns window of it) into dst; rows = (dst row, src row, n) moves those rows only."""
+def grid_transfer(src: dict, window, dst: dict, T: int, target, rows=None, whole_rows: bool = False) -> Counts:
+    """Move src (columns window of it) into dst; rows = (dst row, src row, n) moves those rows only;
+    `whole_rows`: a cell that is every stored column of both blocks moves its rows, padding and all, as one."""
     d0, s0, n = rows if rows is not None else (0, 0, dst["rows"])
     c_off = window[0] if window else 0
     rs, rd = row_sizes(src), row_sizes(dst)
@@ -80,7 +83,7 @@ def grid_transfer(src: dict, window, dst: dict, T: int, target, rows=None) -> Co
     hi = np.minimum(np.minimum((a0 + rs)[:, None], (b0 + rd)[None, :]), d0 + n)
     ir_s, ir_d = np.nonzero(hi > lo)
     rlen = (hi - lo)[ir_s, ir_d]
-    ic_s, ic_d, _, clen = _overlaps(col_sizes(src), col_sizes(dst), c_off)
+    ic_s, ic_d, cstart, clen = _overlaps(col_sizes(src), col_sizes(dst), c_off)
     st, dt = block_tiles(src, T)[0], block_tiles(dst, T)
     s = st[ir_s[:, None], ic_s[None, :]].ravel()
     d = dt[:, ir_d[:, None], ic_d[None, :]].reshape(dt.shape[0], -1).T
@@ -88,8 +91,16 @@ def grid_transfer(src: dict, window, dst: dict, T: int, target, rows=None) -> Co
     row_b = np.tile(clen * dst["elem"], len(rlen))
     ps, pd = np.tile(pitches(src)[ic_s], len(rlen)), np.tile(pitches(dst)[ic_d], len(rlen))
     whole = (rl == 1) | ((row_b == ps) & (row_b == pd))
-    runs = np.where(whole, 1, rl)
     run_b = np.where(whole, rl * row_b, row_b)
+    if whole_rows:
+        cs, cd = col_sizes(src), col_sizes(dst)
+        s0 = np.concatenate([[0], np.cumsum(cs)[:-1]])
+        d0 = np.concatenate([[0], np.cumsum(cd)[:-1]]) + c_off
+        spans = (cstart == s0[ic_s]) & (clen == cs[ic_s]) & (cstart == d0[ic_d]) & (clen == cd[ic_d])
+        padded = np.tile(spans, len(rlen)) & (ps == pd) & ~whole
+        run_b = np.where(padded, rl * ps, run_b)
+        whole = whole | padded
+    runs = np.where(whole, 1, rl)
     return _count(T, target, s, d, runs, -(-run_b // 4), run_b)
 
 

@@ -75,6 +75,7 @@ class Limits:
         else:
             budget = target.exchange_table_bytes_max
         boolean(o, "relays", f"{where}.options")
+        catalogue_of(o, where)
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
@@ -86,6 +87,14 @@ class Limits:
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
                    target.exchange_fragments_max, reserve is None, target.region0_element_bytes,
                    target.memory_map.table_guard_bytes)
+
+
+def catalogue_of(options: dict, where: str) -> str:
+    """The recorded implementation space ("shaped" or "grid"; absent: "grid", which artefacts older than the
+    option were made with)."""
+    if "catalogue" not in options:
+        return "grid"
+    return one_of(options, "catalogue", f"{where}.options", ("shaped", "grid"))
 
 
 def load_inputs(doc: dict, rep: CheckReport, what: str):
@@ -158,7 +167,11 @@ def _check(plan, rep: CheckReport, placement=None) -> None:
     choices = get(plan, "choices", W)
     if not isinstance(choices, dict):
         raise Invalid(f"{W}.choices: is not a mapping")
-    sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices")
+    options = get(plan, "options", W)
+    if not isinstance(options, dict):
+        raise Invalid(f"{W}.options: is not a mapping")
+    sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices",
+                     whole_rows=catalogue_of(options, W) == "shaped")
     ops, nsteps, steps = sp.prog.ops, sp.prog.nsteps, sp.prog.steps
     lim = Limits.derive(target, get(plan, "options", W), [o.op.kind for o in ops], W)
     relays = _relays(plan, W)

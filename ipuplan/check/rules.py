@@ -1,7 +1,10 @@
 """The checker's own reading of a recorded choice: from the IR op and the choice's identifying fields alone,
 every buffer the op allocates, the layout each input must arrive in, its parameters and its internal
-exchanges. Identifying fields: matmul (pm, pn, pk, params), attention (query_blocks, key_splits, mode),
-element-wise (the output layout's geometry, params); everything else is derived here and compared."""
+exchanges. Identifying fields: matmul (pm, pn, pk, out_align, params, homes), attention (query_blocks, key_splits,
+mode), element-wise (the output layout's geometry, params, homes); everything else is derived here and
+compared. A staged parameter's home is "spread" (its staged blocks end to end over every tile) or "blocks"
+/ "blocks/<c>" (one replica of the staged layout, each block on a tile of its own, a one-row block in c
+column chunks)."""
 
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ MODES = ("resident", "staged")
 class Derived:
     out: dict
     needs: dict = field(default_factory=dict)  # input -> layout | ("rows", layout, segments) | None
-    params: list = field(default_factory=list)  # (param key, layout, mode)
+    params: list = field(default_factory=list)  # (param key, layout, mode, home: ("spread"|"blocks", chunks))
     bufs: list = field(default_factory=list)  # (role, layout, life: compute | operand | program)
     internal: list = field(default_factory=list)  # Counts of exchanges inside the op's compute step
     internal_ends: tuple = ()  # (role sent from, role received into) of the internal exchanges
@@ -61,7 +64,35 @@ class Ctx:
         return (f"descriptors {codelet.name}", per_block(grid, nbytes), "program")
 
     def patched(self, params) -> int:
-        return sum(1 for key, _, mode in params if mode == "resident" and self.prog.params[key][1] > 1)
+        return sum(1 for key, _, mode, _ in params if mode == "resident" and self.prog.params[key][1] > 1)
+
+
+def homes(ch: dict, path: str, d: Derived) -> None:
+    """Attach each staged parameter's recorded home (absent: every home spread, as the grid catalogue keeps
+    them); a chunked home only for a one-block, one-row layout with at least a word per chunk."""
+    staged = [i for i, (_, _, mode, _) in enumerate(d.params) if mode == "staged"]
+    rec = ch.get("homes") if isinstance(ch, dict) else None
+    if rec is None:
+        d.params = [(k, lay, mode, ("spread", 1)) for k, lay, mode, _ in d.params]
+        return
+    keys = {d.params[i][0] for i in staged}
+    if not isinstance(rec, dict) or set(rec) != keys:
+        raise Invalid(f"{path}.homes: {rec!r} is invalid; valid: a home for each staged parameter {sorted(keys)}")
+    out = []
+    for k, lay, mode, _ in d.params:
+        home = ("spread", 1)
+        if mode == "staged":
+            v = rec[k]
+            kind, _, chunks = v.partition("/") if isinstance(v, str) else ("", "", "")
+            ok = kind in ("spread", "blocks") and (not chunks or kind == "blocks" and chunks.isdigit())
+            c = int(chunks) if chunks and chunks.isdigit() else 1
+            one_row = not lay["flat"] and lay["pr"] * lay["pc"] == 1 and lay["rows"] == 1 and lay["col_align"] == 1
+            if not ok or c < 1 or c > 1 and (not one_row or c > -(-lay["cols"] // max(1, 4 // lay["elem"]))):
+                raise Invalid(f"{path}.homes.{k}: {v!r} is invalid; valid: spread, blocks" +
+                              (", blocks/<chunks> up to a word per chunk" if one_row else ""))
+            home = (kind, c)
+        out.append((k, lay, mode, home))
+    d.params = out
 
 
 def derive(cx: Ctx, o, choice: dict, path: str) -> Derived:
@@ -109,18 +140,21 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
     rs, g = pn * pk, _groups(m, pm, B)
     cg = max(1, 4 // we)  # w, output, bias and partials split n at whole words of w
     c16 = 0 if cg == 2 else cg
+    out_align = one_of(ch, "out_align", path, (1, gemm.N_MULTIPLE)) if "out_align" in ch else 1
     out = canonical(L(m, n, 2, pm, pn, row_stride=rs, col_stride=pk, row_groups=g, mem="il" if pk == 1 else "std",
-                      col_grain=c16))
+                      col_grain=c16, col_align=out_align))
     d = Derived(out)
     d.needs[0] = canonical(L(m, k, xe, pm, pk, replicas=pn, row_stride=rs, col_stride=1, rep_stride=pk,
                              row_groups=g, mem="il", col_align=km))
     d.params.append((wkey, canonical(L(k, n, we, pk, pn, replicas=pm, row_stride=1, col_stride=pk, rep_stride=rs,
-                                       mem="il", row_align=km, col_align=gemm.N_MULTIPLE, row_grain=max(1, 4 // xe))), mode))
+                                       mem="il", row_align=km, col_align=gemm.N_MULTIPLE, row_grain=max(1, 4 // xe))), mode,
+                     None))
     if len(o.reads) > 2:
         d.params.append((o.reads[2][2], canonical(L(1, n, 2, 1, pn, replicas=pm, col_stride=pk, rep_stride=rs,
-                                                   col_grain=c16)), mode))
+                                                   col_grain=c16)), mode, None))
     if xkind == "param":
-        d.params.append((xkey, d.needs.pop(0), mode))
+        d.params.append((xkey, d.needs.pop(0), mode, None))
+    homes(ch, path, d)
     grid = out
     if pk > 1:
         part = canonical(L(m, n, 4, pm, pn, replicas=pk, row_stride=rs, col_stride=pk, rep_stride=1, row_groups=g,
@@ -233,9 +267,10 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
         else:
             raise Invalid(f"{path}: input {i} of shape {tuple(v.shape)} cannot be combined with the output layout")
         if kind == "param":
-            d.params.append((key, dict(need, mem="std") if need["mem"] == "any" else need, mode))
+            d.params.append((key, dict(need, mem="std") if need["mem"] == "any" else need, mode, None))
         else:
             d.needs[i] = need
+    homes(ch, path, d)
     codelet = _CODELET[k]
     d.bufs.append(cx.descriptors(lay, codelet, cx.patched(d.params)))
     if k is OpKind.LAYERNORM:

@@ -112,6 +112,7 @@ class Space:
 
     prog: Program
     tiles: int
+    whole_rows: bool = False  # exchanges move full-width cells as whole stored rows (the shaped catalogue)
     groups: dict = field(default_factory=dict)  # group name -> [literal]
     conflicts: list = field(default_factory=list)  # (literal, literal) never both true
     lits: list = field(default_factory=list)
@@ -160,9 +161,17 @@ class Space:
         return (D, meta[:, 0], meta[:, 1], meta[:, 2], meta[:, 3].astype(bool), X, F, np.array(self.xlit, np.int64))
 
 
-def home_of(key: str, staged: dict, T: int) -> dict:
-    """A staged parameter's home: the staged layout's blocks (as stored) end to end, split over all tiles."""
-    return canonical(L(1, int(block_bytes(staged).sum()), 1, pr=T, start=sum(key.encode()) * 37 % T, flat=True))
+def home_of(key: str, staged: dict, T: int, home: tuple = ("spread", 1)) -> dict:
+    """A staged parameter's home, starting on a tile spread by name: "spread", the staged layout's blocks (as
+    stored) end to end split over all tiles; "blocks", one replica of the staged layout in standard memory,
+    its blocks (split in `chunks` columns) on consecutive tiles."""
+    start = sum(key.encode()) * 37 % T
+    kind, chunks = home
+    if kind == "spread":
+        return canonical(L(1, int(block_bytes(staged).sum()), 1, pr=T, start=start, flat=True))
+    pc = staged["pc"] * chunks
+    return canonical(dict(staged, pc=pc, replicas=1, start=start, row_stride=pc, col_stride=1, rep_stride=0,
+                          group_stride=0, mem="std"))
 
 
 def relay_of(need: dict, T: int) -> dict:
@@ -175,12 +184,14 @@ def accepts(need: dict, src: dict) -> bool:
     return need == src or (need["mem"] == "any" and dict(src, mem="any") == need)
 
 
-def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool, where: str) -> Space:
+def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool, where: str,
+                whole_rows: bool = False) -> Space:
     """Every candidate of every op, derived by the checker's rules; raises Invalid naming a bad record
-    (`where`: how the records are addressed, e.g. "plan.json: choices")."""
+    (`where`: how the records are addressed, e.g. "plan.json: choices"). `whole_rows`: the shaped catalogue's
+    exchanges, which move a cell spanning both blocks' stored width as whole rows, padding and all."""
     prog = walk(g)
     T = target.tiles
-    sp = Space(prog, T)
+    sp = Space(prog, T, whole_rows=whole_rows)
     index = {o.key: o for o in prog.ops}
     missing = [o.key for o in prog.ops if o.key not in candidates]
     extra = sorted(set(candidates) - set(index))
@@ -210,16 +221,17 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
             for a, b in d.apart:
                 sp.apart.append((lit, a if a in ("x", "out") else f"{o.key} ({a})", b if b in ("x", "out") else
                                  f"{o.key} ({b})"))
-            for key, lay, mode in d.params:
+            for key, lay, mode, where_home in d.params:
                 count = prog.params[key][1]
                 if mode == "resident":
                     sp.add(lit, lay, 0, nsteps - 1, f"{key} (resident x{count})", times=count)
                 else:
-                    home = home_of(key, lay, T)
+                    home = home_of(key, lay, T, where_home)
                     sp.add(lit, home, 0, nsteps - 1, f"{key} (home x{count})", times=count)
                     sp.add(lit, lay, o.x, o.c, f"{key} (staged)")
-                    sp.moved(lit, [stream_transfer(home, lay, T, target)], target,
-                             [(f"{key} (home x{count})", f"{key} (staged)")], patched=count > 1)
+                    move = stream_transfer(home, lay, T, target) if where_home[0] == "spread" else \
+                        grid_transfer(home, None, lay, T, target, whole_rows=True)
+                    sp.moved(lit, [move], target, [(f"{key} (home x{count})", f"{key} (staged)")], patched=count > 1)
             for idx, kind, key, _ in o.reads:
                 need = d.needs.get(idx)
                 if kind == "input" and need is not None:
@@ -279,7 +291,8 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, target) -> None:
                     if isinstance(dst, tuple):  # written into rows of the op's output
                         lit = ("pair", o.key, idx, a, b, "direct")
                         group.append(lit)
-                        sp.moved(lit, [grid_transfer(src, None, dst[1], T, target, rows=seg) for seg in dst[2]],
+                        sp.moved(lit, [grid_transfer(src, None, dst[1], T, target, rows=seg, whole_rows=sp.whole_rows)
+                                       for seg in dst[2]],
                                  target, [(f"{key} (output)", f"{o.key} (output)")] * len(dst[2]))
                         continue
                     if window is None and accepts(dst, src):
@@ -292,12 +305,13 @@ def _edges(sp: Space, prog: Program, candidates, relays: bool, target) -> None:
                         sp.add(lit, alloc, o.x, o.c, f"{name} (exchanged copy)")
                         out, copy, via = f"{key} (output)", f"{name} (exchanged copy)", f"{name} (relay buffer)"
                         if mode == "direct":
-                            sp.moved(lit, [grid_transfer(src, window, alloc, T, target)], target, [(out, copy)])
+                            sp.moved(lit, [grid_transfer(src, window, alloc, T, target, whole_rows=sp.whole_rows)],
+                                     target, [(out, copy)])
                         else:
                             relay = relay_of(alloc, T)
                             sp.add(lit, relay, o.x, o.x, via)
-                            sp.moved(lit, [grid_transfer(src, window, relay, T, target),
-                                           grid_transfer(relay, None, alloc, T, target)], target,
+                            sp.moved(lit, [grid_transfer(src, window, relay, T, target, whole_rows=sp.whole_rows),
+                                           grid_transfer(relay, None, alloc, T, target, whole_rows=sp.whole_rows)], target,
                                      [(out, via), (via, copy)])
             for gl in group:
                 sp.lit(gl)

@@ -58,21 +58,24 @@ def call_cycles(target: Target) -> int:
 
 @dataclass(frozen=True)
 class Cost:
-    """Modeled cycles split by where they go: worker and AMP compute, exchange transfer, superstep sync."""
+    """Modeled cycles split by where they go: worker and AMP compute, exchange transfer, superstep sync.
+    `beyond` is the part of `exchange` that the pieces' cutovers add over what the bytes alone would take
+    (already inside `exchange`, not added to the total)."""
 
     compute: int = 0
     exchange: int = 0
     sync: int = 0
+    beyond: int = 0
 
     @property
     def total(self) -> int:
         return self.compute + self.exchange + self.sync
 
     def __add__(self, o: "Cost") -> "Cost":
-        return Cost(self.compute + o.compute, self.exchange + o.exchange, self.sync + o.sync)
+        return Cost(self.compute + o.compute, self.exchange + o.exchange, self.sync + o.sync, self.beyond + o.beyond)
 
     def __mul__(self, k: int) -> "Cost":
-        return Cost(self.compute * k, self.exchange * k, self.sync * k)
+        return Cost(self.compute * k, self.exchange * k, self.sync * k, self.beyond * k)
 
 
 def exchange_cost(target: Target, send_max: int, recv_max: int, pieces_max: int) -> Cost:
@@ -80,7 +83,8 @@ def exchange_cost(target: Target, send_max: int, recv_max: int, pieces_max: int)
     pieces' endpoint and receive-pointer cutovers when those take longer (they overlap the payload). The
     superstep's sync is charged once per superstep by whoever owns it."""
     words = ceil(max(send_max, recv_max) / target.exchange_bytes_per_cycle)
-    return Cost(0, max(words, pieces_max * target.exchange_fragment_cycles), 0)
+    pieces = pieces_max * target.exchange_fragment_cycles
+    return Cost(0, max(words, pieces), 0, max(0, pieces - words))
 
 
 def patch_cycles(target: Target, words: int) -> int:

@@ -4,7 +4,8 @@ encoding, vectorized.
 A cell is a rectangle of the union grid of both layouts' row and column boundaries: one source block (the
 first replica: one copy is enough), one destination block per destination replica. It moves as one run
 when it covers whole stored rows of both blocks (equal pitches, no padding between rows), else as one
-run per row. A run longer than `transfer_max_words` is split into pieces. Destinations on the source
+run per row. With `whole_rows`, a cell that spans the full stored width of both blocks at equal pitches
+moves as one run of whole stored rows, padding included (the padding is storage, never read as data). A run longer than `transfer_max_words` is split into pieces. Destinations on the source
 tile itself are received by multicast loopback when the cell also goes to another tile; a cell whose
 every destination is local is a local copy (no exchange code).
 """
@@ -105,9 +106,10 @@ def _segments(a: np.ndarray, b: np.ndarray, lo: int, hi: int):
 
 
 def transfers(src: Layout | ColumnWindow, dst: Layout, tiles: int, rows: tuple[int, int, int] | None = None,
-              enc: Encoding = Encoding()) -> Transfer:
+              enc: Encoding = Encoding(), whole_rows: bool = False) -> Transfer:
     """Move the matrix (or column window of it) held in `src` into `dst`. `rows` = (dst_row0, src_row0, n)
-    moves only n rows, src rows [src_row0, +n) into dst rows [dst_row0, +n) (concatenation)."""
+    moves only n rows, src rows [src_row0, +n) into dst rows [dst_row0, +n) (concatenation). `whole_rows`:
+    a cell spanning both blocks' full stored width at equal pitches moves its rows as one run, padding and all."""
     c0, c1 = 0, None
     if isinstance(src, ColumnWindow):
         src, c0, c1 = src.base, src.c0, src.c1
@@ -132,12 +134,18 @@ def transfers(src: Layout | ColumnWindow, dst: Layout, tiles: int, rows: tuple[i
     d_pitch = np.broadcast_to(dst.pitches()[ci_d][None, :], (R, C))
     row_bytes = np.broadcast_to((clen * elem)[None, :], (R, C))
     contiguous = (rlen[:, None] == 1) | ((row_bytes == s_pitch) & (row_bytes == d_pitch))
+    run_bytes = np.where(contiguous, rlen[:, None] * row_bytes, row_bytes)
+    if whole_rows:  # the cell is every stored column of both blocks: its rows are one stretch of memory in both
+        full = ((cst == cs_b[ci_s]) & (cst + clen == cs_b[ci_s + 1]) & (cst == cd_b[ci_d])
+                & (cst + clen == cd_b[ci_d + 1]))[None, :] & (s_pitch == d_pitch) & ~contiguous
+        contiguous = contiguous | full
+        run_bytes = np.where(full, rlen[:, None] * s_pitch, run_bytes)
     cells = {
         "r0": np.repeat(rst, C), "nr": np.repeat(rlen, C), "c0": np.tile(cst - c0, R), "nc": np.tile(clen, R),
         "src": src.block_tiles(tiles)[0][ri_s[:, None], ci_s[None, :]].ravel(), "src_off": s_off.ravel(),
         "src_pitch": s_pitch.ravel(), "dst": dst.block_tiles(tiles)[:, ri_d[:, None], ci_d[None, :]]
         .reshape(dst.replicas, -1).T, "dst_off": d_off.reshape(dst.replicas, -1).T, "dst_pitch": d_pitch.ravel(),
-        "row_bytes": row_bytes.ravel(), "contiguous": contiguous.ravel(),
+        "row_bytes": row_bytes.ravel(), "contiguous": contiguous.ravel(), "run_bytes": run_bytes.ravel(),
     }
     cells["runs"] = np.where(cells["contiguous"], 1, cells["nr"])
     return _account(cells, tiles, enc)
@@ -169,7 +177,7 @@ def stream_transfer(home: Layout, dst: Layout, tiles: int, enc: Encoding = Encod
         "r0": a, "nr": np.ones_like(a), "c0": np.zeros_like(a), "nc": nb,
         "src": home.block_tiles(tiles)[0, c, 0], "src_off": home.block_offsets(tiles)[0, c, 0] + (a - hs[c]),
         "src_pitch": nb, "dst": dt, "dst_off": do, "dst_pitch": nb, "row_bytes": nb,
-        "contiguous": np.ones(len(a), bool), "runs": np.ones_like(a),
+        "contiguous": np.ones(len(a), bool), "runs": np.ones_like(a), "run_bytes": nb,
     }
     return _account(cells, tiles, enc)
 
@@ -183,8 +191,8 @@ def _flat_sizes(lay: Layout) -> np.ndarray:
 def _account(cells: dict, tiles: int, enc: Encoding) -> Transfer:
     """Per-tile bytes, pieces and instruction words of a cell table."""
     src, dst = cells["src"], cells["dst"]
-    nbytes = cells["nr"] * cells["row_bytes"]
-    run_bytes = np.where(cells["contiguous"], nbytes, cells["row_bytes"])
+    run_bytes = cells["run_bytes"]
+    nbytes = run_bytes * cells["runs"]  # what the exchange moves: padding inside a whole-row run included
     words = -(-run_bytes // WORD)
     subword = int(((run_bytes % WORD) != 0).sum() + ((cells["src_off"] % WORD) != 0).sum())
     pieces = enc.pieces(words) * cells["runs"]
@@ -215,7 +223,8 @@ def block_moves(tiles: int, src: np.ndarray, src_off: np.ndarray, dst: np.ndarra
     cells = {"r0": np.zeros(n, np.int64), "nr": np.ones(n, np.int64), "c0": np.zeros(n, np.int64), "nc": nb,
              "src": np.asarray(src, np.int64), "src_off": np.asarray(src_off, np.int64), "src_pitch": nb,
              "dst": np.asarray(dst, np.int64).reshape(n, -1), "dst_off": np.asarray(dst_off, np.int64).reshape(n, -1),
-             "dst_pitch": nb, "row_bytes": nb, "contiguous": np.ones(n, bool), "runs": np.ones(n, np.int64)}
+             "dst_pitch": nb, "row_bytes": nb, "contiguous": np.ones(n, bool), "runs": np.ones(n, np.int64),
+             "run_bytes": nb}
     return _account(cells, tiles, enc)
 
 

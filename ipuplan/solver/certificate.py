@@ -398,8 +398,10 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
     body = {
         "scope": {"implementations": n, "per_op": {op: len(v) for op, v in cands.items()},
                   "catalogue_sha256": catalogue_digest(cands),
-                  "statement": f"no combination of the {n} catalogued implementations of these "
-                               f"{len(cands)} ops fits (a statement about this catalogue, not every layout)"},
+                  "catalogue": p.catalogue.value,
+                  "statement": f"no combination of the {n} implementations of these {len(cands)} ops in the "
+                               f"{p.catalogue.value} catalogue fits (a statement about this catalogue, not every "
+                               f"layout)"},
         "candidates": cands, "core": [g.name for g in core],
         "machine": machine_bound(p.graph, p.target, p.acct.support if p.acct.mode == "seeds" else None)
         if p.graph is not None else None,

@@ -48,8 +48,8 @@ def instance(job: Job, spec, target) -> dict:
         "fuse_qkv": spec.fuse_qkv,
         "inputs": {"model": {"path": job.model, "sha256": sha256(job.model)},
                    "target": {"path": job.target, "sha256": sha256(job.target)}},
-        "options": {"support_reserve": o.support_reserve, "relays": o.relays, "exchange_table_budget": o.table_budget,
-                    "headroom": o.headroom},
+        "options": {"support_reserve": o.support_reserve, "relays": o.use_relays, "exchange_table_budget": o.table_budget,
+                    "headroom": o.headroom, "catalogue": o.catalogue.value},
     }
 
 

@@ -70,6 +70,17 @@ class ModelCtx:
             self.xmat["most_tables"] = int(sum(int(self.p.vectors[x.tables].max()) for x in self.p.xcontribs)) + 1
         return self.xmat["most_tables"]
 
+    def resident(self, key, terms: dict[tuple, int]):
+        """sum(bytes * literal) of a class's whole-program contributions, as one variable defined once per key
+        (its domain is the sum of every coefficient: a true bound of any selection, never a capacity)."""
+        if not terms:
+            return 0
+        if key not in self.xmat:
+            v = self.m.NewIntVar(0, int(sum(terms.values())), f"resident{key}")
+            self.m.Add(v == self.weighted(terms))
+            self.xmat[key] = v
+        return self.xmat[key]
+
     def table_alloc(self, key, tables) -> cp_model.IntVar | int:
         """Region-0 bytes occupied by exchange tables `tables` (an expression): whole elements covering the
         tables and the fetch guard (defined once per key)."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import codelets as cl
-from ..catalogue import Ctx, Impl, Life, ParamMode, RowsInto, build_catalogue
+from ..catalogue import Catalogue, Ctx, HomeKind, Impl, Life, ParamMode, RowsInto, build_catalogue
 from ..catalogue.schedule import Schedule, build_schedule
 from ..catalogue.transport import home_layout, relay_layout
 from ..ir.graph import Graph
@@ -154,6 +154,8 @@ class Problem:
     xcontribs: list[XContribution] = field(default_factory=list)
     parts: dict = field(default_factory=dict)  # literal -> codelets.Cost (compute, exchange, sync), times trips
     staging: dict = field(default_factory=dict)  # impl literal -> the part of parts[lit] in the op's exchange step
+    catalogue: Catalogue = Catalogue.SHAPED
+    screened: dict = field(default_factory=dict)  # per GEMM: the grids the catalogue kept, and why
 
     @property
     def steps(self) -> list[str]:
@@ -175,9 +177,12 @@ class _Vectors:
 
 
 def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int | None = None,
-                  relays: bool = True, table_budget: int | None = None, headroom: int = 0) -> Problem:
+                  relays: bool = True, table_budget: int | None = None, headroom: int = 0,
+                  catalogue: Catalogue = Catalogue.SHAPED) -> Problem:
     sched = build_schedule(graph)
-    impls = build_catalogue(Ctx(target, sched, batch))
+    cctx = Ctx(target, sched, batch, catalogue)
+    impls = build_catalogue(cctx)
+    whole = cctx.shaped  # whole stored rows (padding included) move as one run
     T = target.tiles
     enc, ib = target.encoding, target.instruction_bytes
     vecs = _Vectors()
@@ -199,7 +204,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     def xfer(src, dst: Layout, rows=None) -> Transfer:
         key = (src, dst, rows)
         if key not in xfer_cache:
-            xfer_cache[key] = transfers(src, dst, T, rows, enc)
+            xfer_cache[key] = transfers(src, dst, T, rows, enc, whole)
         return xfer_cache[key]
 
     def xcost(*trs: Transfer, patched: bool = False) -> cl.Cost:
@@ -228,7 +233,8 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         for i, im in enumerate(impls[sop.key]):
             lit = ("impl", sop.key, i)
             isync = len(im.internal) * target.exchange_sync_cycles  # one sync per internal exchange round
-            cost = cl.Cost(im.cycles, im.extra_exchange - isync, isync)
+            beyond = sum(cl.transfers_cost(target, [inner.transfer]).beyond for inner in im.internal)
+            cost = cl.Cost(im.cycles, im.extra_exchange - isync, isync, beyond)
             stage = cl.Cost()
             add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
             for b in im.bufs:
@@ -246,10 +252,11 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                 if pu.mode is ParamMode.RESIDENT:
                     add(lit, pu.layout, 0, last_step, f"{pu.key} (resident x{info.count})", info.count)
                 else:
-                    home = home_layout(T, pu.key, pu.layout)
+                    home = home_layout(T, pu.key, pu.layout, pu.home)
                     add(lit, home, 0, last_step, f"{pu.key} (home x{info.count})", info.count)
                     add(lit, pu.layout, sop.xstep, sop.cstep, f"{pu.key} (staged)")
-                    tr = stream_transfer(home, pu.layout, T, enc)
+                    tr = stream_transfer(home, pu.layout, T, enc) if pu.home.kind is HomeKind.SPREAD else \
+                        xfer(home, pu.layout)
                     stage += xcost(tr, patched=info.count > 1)
                     exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr],
                              [(f"{pu.key} (home x{info.count})", f"{pu.key} (staged)")], patched=info.count > 1)
@@ -262,7 +269,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
 
     edges = _edges(sched, impls, T, add, cycles, parts, xfer, xcost, exchange, relays, target.exchange_sync_cycles)
     return Problem(graph, target, acct, sched, impls, edges, vecs.list, contribs, cycles, constant, sched.ties,
-                   batch, xcontribs, parts, staging)
+                   batch, xcontribs, parts, staging, catalogue, cctx.screened)
 
 
 def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exchange, relays,

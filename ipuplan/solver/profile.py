@@ -16,7 +16,7 @@ def step_costs(p: Problem, chosen: set[tuple]) -> list[Cost]:
     (body steps `trips` times) they are the plan's modeled cycles."""
     t = p.target
     steps = [Cost() for _ in p.sched.steps]
-    per_run = lambda c, n: Cost(c.compute // n, c.exchange // n, c.sync // n)
+    per_run = lambda c, n: Cost(c.compute // n, c.exchange // n, c.sync // n, c.beyond // n)
     for e in p.edges:
         sop = p.sched.op(e.consumer)
         for pr in e.pairs:
@@ -28,7 +28,8 @@ def step_costs(p: Problem, chosen: set[tuple]) -> list[Cost]:
         steps[sop.xstep] += per_run(stage, sop.trips) + Cost(sync=t.exchange_sync_cycles)
         rest = p.parts[lit]
         steps[sop.cstep] += per_run(Cost(rest.compute - stage.compute, rest.exchange - stage.exchange,
-                                         rest.sync - stage.sync), sop.trips) + Cost(sync=t.compute_set_cycles)
+                                         rest.sync - stage.sync, rest.beyond - stage.beyond), sop.trips) + \
+            Cost(sync=t.compute_set_cycles)
     return steps
 
 
@@ -37,7 +38,8 @@ def breakdown(p: Problem, chosen: set[tuple], top: int = 5) -> dict:
     t = p.target
     if not hasattr(p.sched, "ops"):  # a problem built by hand, without a schedule: totals only
         c = sum((p.parts[lit] for lit in chosen if lit in p.parts), Cost()) + Cost(sync=p.constant_cycles)
-        return {"compute": c.compute, "exchange": c.exchange, "sync": c.sync, "by_kind": {}, "slowest_steps": []}
+        return {"compute": c.compute, "exchange": c.exchange, "sync": c.sync, "exchange_beyond_bytes": c.beyond,
+                "by_kind": {}, "slowest_steps": []}
     steps = step_costs(p, chosen)
     trips = [1] * len(steps)
     kind = [""] * len(steps)
@@ -57,6 +59,7 @@ def breakdown(p: Problem, chosen: set[tuple], top: int = 5) -> dict:
     compute_runs = sum(sop.trips for sop in p.sched.ops)
     xsync = total.sync - compute_runs * t.compute_set_cycles
     return {"compute": total.compute, "exchange": total.exchange, "sync": total.sync,
+            "exchange_beyond_bytes": total.beyond,
             "exchange_phases": {"count": xsync // t.exchange_sync_cycles if t.exchange_sync_cycles else None,
                                 "cycles": total.exchange + xsync},
             "by_kind": {k: as_dict(c) for k, c in sorted(by_kind.items(), key=lambda kv: -kv[1].total)},

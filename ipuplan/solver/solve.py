@@ -19,6 +19,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..bounds import machine_bound
+from ..catalogue import Catalogue
 from ..ir.graph import Graph
 from ..layout import MemClass
 from ..plan import peak, region_usage
@@ -56,7 +57,7 @@ class SolveOptions:
     seed: int = 0
     workers: int = 2
     relative_gap: float = 1e-3
-    relays: bool = True
+    relays: bool | None = None  # None: the catalogue's default (on for grid, off for shaped; `use_relays`)
     table_budget: int | None = None  # None: the target's exchange table limit
     headroom: int = 0  # bytes per tile left free on top of the model
     slack: bool = True  # second objective: the largest smallest free bytes within the gap
@@ -65,6 +66,14 @@ class SolveOptions:
     strategy: str = "cpsat"  # or "beam": the seeds' heuristic search over the same catalogue
     cuts: tuple = ()  # placement cuts: (tile, literals never chosen together)
     beam_width: int = 64
+    catalogue: Catalogue = Catalogue.SHAPED  # the implementation space (`--catalogue`)
+
+    @property
+    def use_relays(self) -> bool:
+        """Relays (gather onto relay tiles, then multicast) are a choice per replicated edge. The grid catalogue
+        offers them by default (its staged weights needed them under the table budget); the shaped one does
+        not (its plans keep tables far below the budget, and relay pairs triple the search)."""
+        return self.relays if self.relays is not None else self.catalogue is Catalogue.GRID
 
 
 @dataclass
@@ -94,8 +103,8 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
             report(f"machine bound: {machine['needs_bytes']:,} B needed, {machine['capacity_bytes']:,} B on all tiles")
         return SolveResult(Verdict.INFEASIBLE, None, machine=machine,
                            stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
-    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.relays, opts.table_budget,
-                      opts.headroom)
+    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.use_relays, opts.table_budget,
+                      opts.headroom, opts.catalogue)
     if opts.strategy == "beam":
         return solve_beam(p, opts, report, t0)
     try:
@@ -273,6 +282,8 @@ def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes) -> dic
                 "stands_for": len(c.covers), "tile_ranges": tile_ranges(c.tiles)} for c in classes]
     return {
         "choices": choices,
+        "catalogue": {"kind": p.catalogue.value, "implementations": sum(len(v) for v in p.impls.values()),
+                      "grids": p.screened},
         "tile_classes": classes,
         "exchange": exchange_report(p, chosen, tables, frags, by_step),
         "peaks": {"total": peak(total, p.steps), "standard": peak(std, p.steps),

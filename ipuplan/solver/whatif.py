@@ -24,13 +24,15 @@ from .driver import Job, run_solve
 
 
 def job_from_doc(doc: dict) -> Job:
+    from ..catalogue import Catalogue
     from .solve import SolveOptions
     o = doc["options"]
     return Job(doc["inputs"]["model"]["path"], doc["inputs"]["target"]["path"], doc["batch"], doc["layers"],
                doc["precision"], doc["fuse_qkv"],
                SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], relays=o["relays"],
                             table_budget=o["exchange_table_budget"], headroom=o["headroom"],
-                            seed=doc["search"]["seed"], effort=doc["search"]["effort"]))
+                            seed=doc["search"]["seed"], effort=doc["search"]["effort"],
+                            catalogue=Catalogue(o.get("catalogue", "grid"))))
 
 
 def _verify(d: Path, doc: dict) -> str:

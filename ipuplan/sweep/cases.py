@@ -10,10 +10,17 @@ from pathlib import Path
 
 from ..errors import InputError
 
+def catalogue(v: str) -> str:
+    """A catalogue name `solve --catalogue` takes."""
+    from ..catalogue import Catalogue
+    return Catalogue(v).value
+
+
 # --set KEY: the solve flag it sets, and how a value is checked
 OPTIONS = {"headroom": ("--headroom", int), "exchange-table-budget": ("--exchange-table-budget", int),
            "support-reserve": ("--support-reserve", int), "effort": ("--effort", float), "seed": ("--seed", int),
-           "time-limit": ("--time-limit", float), "slack-effort": ("--slack-effort", float)}
+           "time-limit": ("--time-limit", float), "slack-effort": ("--slack-effort", float),
+           "catalogue": ("--catalogue", catalogue)}
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,8 @@ def grid(models: list[str], targets: list[str], batches: str, layers: str | None
         try:
             [conv(v) for v in vals.split(",")]
         except ValueError:
-            raise InputError("--set", None, f"{s!r}: a value is not a {conv.__name__}", f"e.g. {key}=0,8192") from None
+            raise InputError("--set", None, f"{s!r}: a value is not a {conv.__name__}",
+                             "e.g. catalogue=shaped,grid" if key == "catalogue" else f"e.g. {key}=0,8192") from None
         axes.append([(key, v) for v in vals.split(",")])
     combos = list(itertools.product(*axes)) if axes else [()]
     return [Case(str(m), str(t), b, d, tuple(c)) for m in models for t in targets

@@ -81,8 +81,11 @@ def _as_farkas(c: dict) -> dict:
     from ipuplan.solver.certificate import Rows, farkas
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
+    from ipuplan.catalogue import Catalogue
+    o = c["options"]
     p = build_problem(build_graph(load_model(c["inputs"]["model"]["path"]), c["batch"]),
-                      load_target(c["inputs"]["target"]["path"]), c["batch"], headroom=c["options"]["headroom"])
+                      load_target(c["inputs"]["target"]["path"]), c["batch"], headroom=o["headroom"],
+                      relays=o["relays"], catalogue=Catalogue(o["catalogue"]))
     r = c["rows"][0]
     weights, mult, margin = farkas(p, [Rows(p).row(r["kind"], r["tile"], p.steps.index(r["step"]))])
     c = copy.deepcopy(c)

@@ -138,14 +138,39 @@ def test_plan_is_deterministic(cli, tmp_path):
     assert (a / "plan.json").read_bytes() == (b / "plan.json").read_bytes()
 
 
-def test_plan_golden(small_plan):
-    keep = {k: small_plan[k] for k in ("verdict", "model", "batch", "layers", "choices", "peaks", "cycles")}
+def _golden(plan: dict, name: str) -> None:
+    keep = {k: plan[k] for k in ("verdict", "model", "batch", "layers", "choices", "peaks", "cycles")}
     text = json.dumps(keep, indent=1) + "\n"
-    path = GOLDEN / "vit-small-b2-small64.plan.json"
+    path = GOLDEN / name
     import os
     if os.environ.get("IPUPLAN_UPDATE_GOLDEN"):
         path.write_text(text)
     assert text == path.read_text(), "plan changed; regenerate with IPUPLAN_UPDATE_GOLDEN=1 if intended"
+
+
+def test_plan_golden(small_plan):
+    _golden(small_plan, "vit-small-b2-small64.plan.json")
+
+
+def test_grid_catalogue_keeps_its_plans(tmp_path):
+    """`--catalogue grid` is the earlier space: its golden plan is the one recorded before the shaped catalogue
+    existed (the breakdown has gained `exchange_beyond_bytes`, nothing else changed)."""
+    from tests_helpers import run_main
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "--catalogue", "grid",
+                    "-o", tmp_path) == 0
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert plan["options"]["catalogue"] == "grid" and plan["options"]["relays"] is True
+    _golden(plan, "vit-small-b2-small64.grid.plan.json")
+
+
+def test_shaped_plan_is_faster_and_less_fragment_bound(small_plan, tmp_path):
+    from tests_helpers import run_main
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "--catalogue", "grid",
+                    "-o", tmp_path) == 0
+    grid = json.loads((tmp_path / "plan.json").read_text())["cycles"]
+    shaped = small_plan["cycles"]
+    assert shaped["modeled"] < grid["modeled"]
+    assert shaped["breakdown"]["exchange_beyond_bytes"] < grid["breakdown"]["exchange_beyond_bytes"]
 
 
 def test_infeasible_exit_code_and_core(cli, tmp_path):

@@ -28,8 +28,10 @@ def test_one_worker_runs_at_a_sixth_of_the_tile(t):
 
 
 def test_exchange_takes_bytes_or_piece_cutovers_whichever_is_longer(t):
-    assert cl.exchange_cost(t, 4000, 400, 10) == cl.Cost(0, 1600, 0)  # 10 pieces x 160 > 1,000 words
-    assert cl.exchange_cost(t, 4000, 400, 5) == cl.Cost(0, 1000, 0)
+    # 10 pieces x 160 > 1,000 words: 600 cycles beyond what the bytes take
+    assert cl.exchange_cost(t, 4000, 400, 10) == cl.Cost(0, 1600, 0, 600)
+    assert cl.exchange_cost(t, 4000, 400, 5) == cl.Cost(0, 1000, 0, 0)
+    assert (cl.exchange_cost(t, 4000, 400, 10) * 3).beyond == 1800 and cl.Cost(0, 1600, 0, 600).total == 1600
     assert cl.exchange_cost(t, 0, 0, 0).total == 0
 
 

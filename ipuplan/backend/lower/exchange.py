@@ -50,8 +50,7 @@ def cell_runs(tr: Transfer, src: Placed, dst: Placed, enc: Encoding, sequence: b
     # one run per cell when contiguous, else one per row
     idx = np.repeat(np.arange(n), runs)
     k = np.arange(len(idx)) - np.repeat(np.cumsum(runs) - runs, runs)
-    contiguous = c["contiguous"][idx]
-    nbytes = np.where(contiguous, c["nr"][idx] * c["row_bytes"][idx], c["row_bytes"][idx])
+    nbytes = c["run_bytes"][idx]  # a whole-row run of padded blocks moves the padding too
     s_addr = sa[idx] + c["src_off"][idx] + k * c["src_pitch"][idx]
     d_addr = da[idx] + c["dst_off"][idx] + (k * c["dst_pitch"][idx])[:, None]
     stiles, dtiles = stile[idx], dt[idx]

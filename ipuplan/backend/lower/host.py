@@ -117,8 +117,10 @@ def bindings(cx: Ctx) -> tuple[Binding, ...]:
                 continue
             if pu.mode.value == "resident":
                 slabs[pu.key] = [grid_slabs(cx.buf(f"{pu.key} (resident x{count})"), T)]
-            else:
+            elif pu.home.kind.value == "spread":
                 slabs[pu.key] = [home_slabs(cx.buf(f"{pu.key} (home x{count})"), pu.layout, T)]
+            else:  # a blocks home is a grid layout of its own: one replica of the staged blocks
+                slabs[pu.key] = [grid_slabs(cx.buf(f"{pu.key} (home x{count})"), T)]
         if any(b.role == "RoPE tables" for b in im.bufs):
             cop = [c for c in sched.buffers[op].consumers if sched.op(c).op.attrs.__class__.__name__ ==
                    "AttentionAttrs" and sched.op(c).op.attrs.rope]

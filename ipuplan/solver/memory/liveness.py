@@ -4,8 +4,10 @@ For class k (representative tile r) and step t, with c_l[r] the bytes of contrib
     sum_{l live at t} c_l[r] * lit_l + A_k + F  <=  usable - support - headroom
 where A_k is the region-0 space the class's exchange tables occupy (whole elements covering the tables
 and the fetch guard; resident for the whole program; exchange family) and F the free bytes the slack
-objective keeps (0 otherwise). Constraints that cannot bind (their largest possible left side fits)
-are not emitted.
+objective keeps (0 otherwise). Contributions live for the whole program (homes, resident parameters,
+descriptors) are the same in every row of a class: they are summed once into a per-class variable
+R_k = sum_{l whole program} c_l[r] * lit_l (a definition, not a capacity) that every row adds. Constraints
+that cannot bind (their largest possible left side fits) are not emitted.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ def _group(lit: tuple) -> tuple:
 
 
 def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
-    """Yield (class, step, {literal: bytes on the class's tile}, largest possible sum) for every class and
-    step whose largest possible sum (one literal per exclusive group) exceeds `threshold`, leaving out a
-    step whose every coefficient is <= those of another kept step of the same class (it is implied)."""
+    """Yield (class, step, {literal: bytes on the class's tile}, {literal: bytes of the whole-program
+    contributions}, largest possible sum) for every class and step whose largest possible sum (one literal per
+    exclusive group) exceeds `threshold`, leaving out a step whose every coefficient is <= those of another
+    kept step of the same class (it is implied). The second mapping is the same in every row of a class."""
     p = ctx.p
     cbs = [cb for cb in p.contribs if mem is None or cb.mem is mem]
     if not cbs:
@@ -36,20 +39,24 @@ def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
     lits = sorted({cb.lit for cb in cbs}, key=repr)
     lit_id = {k: i for i, k in enumerate(lits)}
     groups = sorted({_group(k) for k in lits}, key=repr)
-    grp = np.array([groups.index(_group(k)) for k in lits])
+    gid = {g: i for i, g in enumerate(groups)}
+    grp = np.array([gid[_group(k)] for k in lits])
     L = np.array([lit_id[cb.lit] for cb in cbs])
     first = np.array([cb.first for cb in cbs])
     last = np.array([cb.last for cb in cbs])
+    steps = len(p.steps)
+    whole = (first == 0) & (last == steps - 1)
     reps = np.array([c.rep for c in ctx.classes])
     V = np.stack([p.vectors[cb.vec][reps] for cb in cbs]).astype(np.int64)  # [contribs, classes]
-    steps = len(p.steps)
-    S = np.zeros((steps, len(lits), len(reps)), np.int64)  # bytes of each literal on each class, per step
+    P = np.zeros((len(lits), len(reps)), np.int64)  # whole-program bytes of each literal on each class
+    np.add.at(P, L[whole], V[whole])
+    S = np.zeros((steps, len(lits), len(reps)), np.int64)  # the rest, per step
     for t in range(steps):
-        live = (first <= t) & (t <= last)
+        live = (first <= t) & (t <= last) & ~whole
         np.add.at(S[t], L[live], V[live])
     G = np.zeros((steps, len(groups), len(reps)), np.int64)
     for t in range(steps):
-        np.maximum.at(G[t], grp, S[t])
+        np.maximum.at(G[t], grp, S[t] + P)
     top = G.sum(1)  # [steps, classes]
     for ci, c in enumerate(ctx.classes):
         rows = np.flatnonzero(top[:, ci] > threshold)
@@ -62,9 +69,11 @@ def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
             if kept and (M[kept] >= M[a]).all(1).any():
                 continue
             kept.append(int(a))
+        pz = np.flatnonzero(P[:, ci])
+        prog = {lits[i]: int(P[i, ci]) for i in pz}
         for a in sorted(kept):
             nz = np.flatnonzero(M[a])
-            yield c, int(rows[a]), {lits[i]: int(M[a, i]) for i in nz}, int(top[rows[a], ci])
+            yield c, int(rows[a]), {lits[i]: int(M[a, i]) for i in nz}, prog, int(top[rows[a], ci])
 
 
 def add_liveness(ctx: ModelCtx) -> None:
@@ -72,10 +81,11 @@ def add_liveness(ctx: ModelCtx) -> None:
     cap = a.capacity
     tab_max = int(a.table_alloc(a.table_budget)) if a.tables_in_memory else 0
     reach = SLACK_MAX if ctx.free is not None else 0
-    for c, t, terms, top in live_rows(ctx, None, cap - tab_max - reach):
+    for c, t, terms, prog, top in live_rows(ctx, None, cap - tab_max - reach):
         g = ctx.guard(f"memory[point={p.steps[t]}, {c.name}]", "liveness", ("total", t, c.index))
         tables = ctx.table_alloc(c.index, ctx.tables[c.index]) if a.tables_in_memory else 0
-        m.Add(ctx.weighted(terms) + tables + ctx.kept_free() <= cap + ctx.over("memory")).OnlyEnforceIf(g)
+        resident = ctx.resident(("total", c.index), prog)
+        m.Add(ctx.weighted(terms) + resident + tables + ctx.kept_free() <= cap + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
 
 

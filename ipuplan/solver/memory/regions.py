@@ -30,7 +30,8 @@ def add_regions(ctx: ModelCtx) -> None:
             alloc = ctx.table_alloc(c.index, ctx.tables[c.index])
             m.Add(alloc + a.support <= a.region0 + ctx.over("memory")).OnlyEnforceIf(g)
             ctx.constraints += 1
-    for c, t, terms, top in live_rows(ctx, MemClass.INTERLEAVED, a.region1):
+    for c, t, terms, prog, top in live_rows(ctx, MemClass.INTERLEAVED, a.region1):
         g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
-        m.Add(ctx.weighted(terms) <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
+        resident = ctx.resident(("il", c.index), prog)
+        m.Add(ctx.weighted(terms) + resident <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
