@@ -11,9 +11,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, _batch, _catalogue, _load,  # noqa: F401
+from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
                          _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
-from .errors import ArrayInputError, InputError, IpuplanError
+from . import cli_common
+from .errors import ArrayInputError, InputError, Interrupted, IpuplanError
 
 
 @app.command()
@@ -59,8 +60,8 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
               seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
               target: Optional[str] = typer.Option(None, "--target", help="target YAML (accumulation policy)"),
               plan: Optional[str] = typer.Option(None, "--plan", help="a build or solve directory: round in the "
-                                                 "plan's order (its k-splits, key splits, statistics; --mode mixed)")
-              ) -> None:
+                                                 "plan's order (its k-splits, key splits, statistics; --mode mixed)"),
+              as_json: bool = typer.Option(False, "--json", help="print what was written as JSON")) -> None:
     """Run the numpy reference on an image batch and write the pooled embedding."""
     import numpy as np
 
@@ -70,10 +71,13 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
     from .reference import Mode, Policy, run_graph
     from .target import load_target
 
+    from .artefacts import output_file, save_npy
     try:
         m = Mode(mode)
     except ValueError:
         raise InputError("--mode", None, f"{mode!r} is not a mode", "valid: fp32, mixed") from None
+    _seed(seed)
+    dest = output_file(output, "-o", ".npy")
     spec = _load(model, layers)
     tgt = load_target(_target_path(target))
     try:
@@ -101,8 +105,11 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
         import dataclasses
         pol = dataclasses.replace(pol, plan=doc["choices"])
     y = run_graph(g, {"patches": patches}, w, pol)[g.outputs[0]]
-    np.save(output, y.astype(np.float32))
-    err.print(f"wrote {output}: {list(y.shape)} float32 ({m.value}{', plan-faithful' if plan else ''})")
+    save_npy(dest, y.astype(np.float32))
+    if as_json:
+        print(json.dumps({"output": str(dest), "shape": list(y.shape), "mode": m.value, "plan_faithful": bool(plan)}))
+        return
+    err.print(f"wrote {dest}: {list(y.shape)} float32 ({m.value}{', plan-faithful' if plan else ''})")
 
 
 @app.command()
@@ -134,10 +141,15 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     from .solver.driver import Job, run_solve
     from .solver.solve import SolveOptions
 
+    from .artefacts import output_dir
     spec_name = Path(model).stem
-    out_dir = Path(output or f"out/{spec_name}-b{batch}")
+    out_dir = output_dir(output or f"out/{spec_name}-b{batch}")
+    _seconds("--time-limit", time_limit)
+    _seconds("--effort", effort)
     if time_limit <= 0 or effort <= 0:
         raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
+    _seconds("--slack-effort", slack_effort)
+    _seed(seed)
     if slack_effort < 0:
         raise InputError("--slack-effort", None, f"{slack_effort:g} is negative", "give seconds >= 0 (0 skips it)")
     if strategy not in ("cpsat", "beam"):
@@ -151,13 +163,12 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                    catalogue=_catalogue(catalogue)))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
+    cli_common.decided(result.verdict.exit_code)
     if as_json:
         print(json.dumps(doc, indent=1))
     else:
         _print_verdict(doc, out_dir)
     raise typer.Exit(result.verdict.exit_code)
-
-
 
 
 @app.command()
@@ -169,7 +180,13 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
     name = "verdict.json" if (d / "verdict.json").exists() else "plan.json"
     if not (d / name).exists():
         raise InputError(directory, None, "no verdict.json or plan.json here", "pass a directory ipuplan solve wrote")
-    doc = json.loads((d / name).read_text())
+    try:
+        doc = json.loads((d / name).read_text())
+        if not isinstance(doc, dict) or "verdict" not in doc:
+            raise ValueError("no verdict in it")
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise InputError(str(d / name), None, f"not a readable {name} ({e})",
+                         "pass a directory ipuplan solve wrote (solve again if the file was cut short)") from None
     result = None
     if what_if:
         from .solver.whatif import what_if as run_what_if
@@ -258,7 +275,8 @@ def _print_what_if(r: dict) -> None:
 
 @app.command()
 def check(directory: str = typer.Argument(..., help="a solve output directory (plan.json or certificate.json) "
-                                              "or a package (DIR/model.ipupkg)")) -> None:
+                                              "or a package (DIR/model.ipupkg)"),
+          as_json: bool = typer.Option(False, "--json", help="print {ok, kind, violations, lines} as JSON")) -> None:
     """Independently re-verify a FIT plan, an INFEASIBLE certificate or a package against model and target
     (exit 0 holds, 1 violated or rejected, 2 an unreadable or invalid package)."""
     from .check import check_dir
@@ -266,7 +284,7 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
 
     d = Path(directory)
     if d.suffix == ".ipupkg":
-        _check_package(d)
+        _check_package(d, as_json)
         return
     plan = (d / "plan.json").exists()
     if not plan and (d / "certificate.json").exists():
@@ -275,7 +293,7 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError(str(d / "certificate.json"), None, f"not a readable certificate ({e})",
                              "pass a directory ipuplan solve wrote for an INFEASIBLE verdict") from None
-        report = check_certificate(cert)
+        report = check_certificate(cert, base=d)
         what = "CERTIFICATE VERIFIED"
     elif not plan and (d / "verdict.json").exists():
         raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "
@@ -283,6 +301,13 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     else:
         report = check_dir(d)  # a missing plan.json is reported there
         what = "CHECK PASSED"
+    cli_common.decided(0 if report.ok else 1)
+    if as_json:
+        print(json.dumps({"ok": report.ok, "kind": "certificate" if what.startswith("CERT") else "plan",
+                          "violations": report.violations, "lines": report.lines}, indent=1))
+        if report.ok and plan and (d / "model.ipupkg").exists():
+            _check_package(d / "model.ipupkg", as_json)
+        raise typer.Exit(0 if report.ok else 1)
     for line in report.lines:
         out.print(line, markup=False, highlight=False)
     if report.ok:
@@ -294,9 +319,13 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     raise typer.Exit(1)
 
 
-def _check_package(path: Path) -> None:
+def _check_package(path: Path, as_json: bool = False) -> None:
     from .check.package import check_package
     ok, lines, why = check_package(path)
+    cli_common.decided(0 if ok else 1)
+    if as_json:
+        print(json.dumps({"ok": ok, "kind": "package", "violations": [] if ok else [why], "lines": lines}, indent=1))
+        raise typer.Exit(0 if ok else 1)
     for line in lines:
         out.print(line, markup=False, highlight=False)
     if ok:
@@ -348,24 +377,66 @@ def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV 
 from . import cli_build, cli_sweep  # noqa: E402,F401  (build, export, run and sweep register on `app`)
 
 
+def _usage_line(e) -> str:
+    """A usage error as one line: what is wrong, and where the valid forms are listed."""
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "ipuplan"
+    msg = " ".join(e.format_message().split()).rstrip(".")
+    return f"error: {where}: {msg}; see `{where} --help`"
+
+
 def main() -> None:
+    """Run the command line: a verdict's exit code (0 FIT, 1 INFEASIBLE, 3 UNKNOWN), 2 for any bad input or usage
+    (one line, never a traceback), 130 when interrupted; a closed output pipe ends quietly."""
+    cex = _click_exceptions()
     try:
         rc = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it
+    except Interrupted:
+        _finish(lambda: print("interrupted", file=sys.stderr), 130)
     except IpuplanError as e:
-        print(f"error: {e.render()}", file=sys.stderr)
-        sys.exit(e.exit_code)
+        _finish(lambda: print(f"error: {e.render()}", file=sys.stderr), e.exit_code)
     except typer.Exit as e:
-        sys.exit(e.exit_code)
-    except typer.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except Exception as e:  # click usage errors carry their own exit code
-        import click
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
+        _finish(None, e.exit_code)
+    except (KeyboardInterrupt, typer.Abort):
+        _finish(lambda: print("interrupted", file=sys.stderr), 130)
+    except BrokenPipeError:
+        _finish(None, cli_common.PENDING_EXIT)
+    except SystemExit:
+        if type(sys.stdout).__name__ == "PacifyFlushWrapper":  # click met a closed pipe and exits 1: not ours
+            _finish(None, cli_common.PENDING_EXIT)
         raise
-    sys.exit(rc if isinstance(rc, int) else 0)
+    except cex.ClickException as e:
+        if isinstance(e, getattr(cex, "NoArgsIsHelpError", ())) and getattr(e, "ctx", None) is not None:
+            _finish(lambda: print(e.ctx.get_help()), 2)  # a bare command: its help, as a usage error
+        _finish(lambda: print(_usage_line(e), file=sys.stderr), e.exit_code if e.exit_code else 2)
+    _finish(None, rc if isinstance(rc, int) else 0)
+
+
+def _click_exceptions():
+    """The click that typer parses with (recent typer vendors its own copy)."""
+    try:
+        from typer._click import exceptions
+    except ImportError:  # pragma: no cover - older typer on the real click
+        from click import exceptions
+    return exceptions
+
+
+def _finish(say, code: int) -> None:
+    """Print the last words and exit with `code`; a reader that closed the pipe gets nothing more, quietly."""
+    import os
+    try:
+        if say is not None:
+            say()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        pass
+    except ValueError:  # stdout already closed
+        pass
+    try:  # Python flushes stdout again at exit: point it at /dev/null so a closed pipe stays quiet
+        sys.stdout.flush()
+    except (BrokenPipeError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ from typing import Optional
 
 import typer
 
-from .cli_common import (CATALOGUE_HELP, RELAY_HELP, _batch, _catalogue, _print_verdict, _solve_option_ranges,
-                         _target_path, app, err, out)
+from .cli_common import (CATALOGUE_HELP, RELAY_HELP, _batch, _catalogue, _print_verdict, _seconds, _seed,
+                         _solve_option_ranges, _target_path, app, decided, err, out, progress)
 from .errors import InputError
 
 
@@ -34,7 +34,11 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     from .solver.driver import Job
     from .solver.solve import SolveOptions
 
-    out_dir = Path(output or f"out/{Path(model).stem}-b{batch}")
+    from .artefacts import output_dir
+    out_dir = output_dir(output or f"out/{Path(model).stem}-b{batch}")
+    _seconds("--time-limit", time_limit)
+    _seconds("--effort", effort)
+    _seed(seed)
     if time_limit <= 0 or effort <= 0:
         raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
     tpath = _target_path(target)
@@ -45,6 +49,7 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                    catalogue=_catalogue(catalogue)))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc, summary = run_build(job, out_dir, report)
+    decided(result.verdict.exit_code)
     if as_json:
         print(json.dumps({"verdict": doc["verdict"], "package": summary}, indent=1))
     else:
@@ -65,6 +70,7 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
            output: Optional[str] = typer.Option(None, "-o", "--output",
                                                 help="file (default DIR/exchange-snapshot.json)")) -> None:
     """Write the package's exchanges in another toolchain's format."""
+    from .artefacts import output_file, write_file
     from .package.io import read_package
     from .package.snapshot import snapshot
     from .package.validate import validate
@@ -73,11 +79,11 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
         raise InputError("export", None, "no format chosen", "valid: --exchange-snapshot")
     d = Path(directory)
     pkg = d if d.suffix == ".ipupkg" else d / "model.ipupkg"
+    dest = output_file(output or pkg.parent / "exchange-snapshot.json", "-o")
     prog, m = read_package(pkg)
     validate(prog, m, pkg)
     snap = snapshot(prog)
-    dest = Path(output or pkg.parent / "exchange-snapshot.json")
-    dest.write_text(json.dumps(snap, separators=(",", ":")))
+    write_file(dest, json.dumps(snap, separators=(",", ":")))
     runs = sum(len(p["transfers"]) for p in snap["phases"])
     out.print(f"wrote {dest}: schema_version {snap['schema_version']}, {snap['tile_count']} tiles, "
               f"{len(snap['phases'])} phases, {runs:,} transfers")
@@ -92,31 +98,35 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
         compare: bool = typer.Option(False, "--compare", help="compare with the reference on the same inputs"),
         faithful: bool = typer.Option(True, "--faithful/--no-faithful",
                                       help="with --compare: also the plan-faithful reference (bit for bit)"),
-        profile: Optional[str] = typer.Option(None, "--profile", help="per-superstep profile JSON")) -> None:
+        profile: Optional[str] = typer.Option(None, "--profile", help="per-superstep profile JSON"),
+        as_json: bool = typer.Option(False, "--json", help="print the outcome (output, profile totals, comparison) "
+                                     "as JSON")) -> None:
     """Execute a package on the emulated IPU21 (exit 0; 1 when --compare finds the plan-faithful reference
     differs, or the program faults; 2 bad input or package)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from .artefacts import output_file, save_npy, write_file
     from .runner.job import load_pixels, run_package
 
+    _seed(seed)
+    dest = output_file(output or Path(package).parent / "output.npy", "-o", ".npy")
+    prof = output_file(profile, "--profile") if profile else None
     x = load_pixels(pixels)
-    with Progress(TextColumn("{task.description:<40}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task("loading", total=None)
-
-        def progress(what: str, done: int, total: int) -> None:
-            bar.update(task, description=what[:40], completed=done, total=total)
-
-        r = run_package(package, x, weights, seed, compare, progress, faithful)
-    dest = Path(output or Path(package).parent / "output.npy")
+    with progress("run") as update:
+        r = run_package(package, x, weights, seed, compare, update, faithful)
     import numpy as np
-    np.save(dest, r.output.astype(np.float32))
+    save_npy(dest, r.output.astype(np.float32))
+    if prof:
+        write_file(prof, json.dumps(r.profile, indent=1))
+    code = 1 if r.compare and r.compare["plan_faithful"] and not r.compare["plan_faithful"]["bit_exact"] else 0
+    decided(code)
+    if as_json:
+        print(json.dumps({"output": str(dest), "shape": list(r.output.shape), "seconds": round(r.seconds, 3),
+                          "profile": r.profile["total"] | {"modeled_cycles": r.profile["modeled_cycles"]},
+                          "compare": r.compare}, indent=1, default=float))
+        raise typer.Exit(code)
     out.print(f"wrote {dest}: {list(r.output.shape)} float32; emulator {r.seconds:.1f} s")
     t = r.profile["total"]
     out.print(f"modeled {t['cycles']:,} cycles (compute {t['compute']:,}, exchange {t['exchange']:,}, sync "
               f"{t['sync']:,}) over {len(r.profile['supersteps'])} supersteps; the plan's {r.profile['modeled_cycles']:,}")
-    if profile:
-        Path(profile).write_text(json.dumps(r.profile, indent=1))
     if r.compare:
         c = r.compare
         pf, f = c["plan_faithful"], c["fp32"]

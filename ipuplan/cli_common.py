@@ -3,6 +3,8 @@ ranges and verdict printing that `solve` and `build` both use."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -11,10 +13,39 @@ from rich.console import Console
 
 from .errors import InputError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Provable memory planning of vision transformers on IPU21-class tiles.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+PENDING_EXIT = 0  # the exit code a command has decided on, kept when its output pipe closes under it
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+        print(f"ipuplan {version('ipuplan')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                                  help="print the version and exit")) -> None:
+    """Provable memory planning of vision transformers on IPU21-class tiles."""
+
+
+def decided(code: int) -> int:
+    """Remember the exit code a command has decided on before it prints (see PENDING_EXIT)."""
+    global PENDING_EXIT
+    PENDING_EXIT = code
+    return code
+class _Console(Console):
+    """A console whose closed pipe is the command line's to answer (rich would exit 1 on its own)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+out = _Console(soft_wrap=True)
+err = _Console(stderr=True, soft_wrap=True)
 DEFAULT_TARGET = "targets/c600.yaml"
 
 
@@ -49,6 +80,20 @@ CATALOGUE_HELP = ("implementation space: shaped (homes and producer layouts shap
 
 RELAY_HELP = ("offer relays: gather a replicated operand onto relay tiles, then multicast (default: on with "
               "--catalogue grid, off with shaped)")
+
+
+def _seconds(flag: str, value: float) -> float:
+    """A duration option: a finite number of seconds (nan and inf are bad input)."""
+    import math
+    if not math.isfinite(value):
+        raise InputError(flag, None, f"{value} is not a number of seconds", "give a finite number")
+    return value
+
+
+def _seed(seed: int) -> int:
+    if not 0 <= seed < 2**31:
+        raise InputError("--seed", None, f"{seed} is out of range", f"valid: 0..{2**31 - 1}")
+    return seed
 
 
 def _batch(batch: int) -> int:
@@ -95,8 +140,11 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         if c["best_bound"] is None:
             out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; no bound (heuristic search)")
         else:
-            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; best bound {c['best_bound']:,} "
-                      f"(gap {c['gap'] * 100:.2f}%)")
+            roomy = c.get("fastest_found", c["modeled"]) != c["modeled"]
+            out.print(f"  modeled {c['modeled']:,} cycles = {c['ms']:.3f} ms; no plan is faster than "
+                      f"{c['best_bound']:,} (proven bound; gap {c['gap'] * 100:.2f}%)"
+                      + (f"; the roomiest of the plans within the gap of the fastest found, {c['fastest_found']:,}"
+                         if roomy else ""), highlight=False)
         _print_time(c.get("breakdown"))
         for k in ("total", "region0", "region1", "interleaved"):
             out.print(f"  peak {k:<11} {pk[k]['bytes']:>9,} B  tile {pk[k]['tile']:>4}  at {pk[k]['step']}")
@@ -159,3 +207,46 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                   f"({doc['rejection'].get('screened_out', 0):,} candidates screened out)")
     else:
         out.print(f"[bold yellow]UNKNOWN[/]  {head}: {doc['unknown']['reason']}", highlight=False)
+
+
+@contextmanager
+def progress(label: str, every: float = 10.0):
+    """Progress of long work as `update(what, done, total)`: a bar with the time left on a terminal, else a
+    line at most every `every` seconds (and at the end) with the same figures, for logs and pipes."""
+    import time
+
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    if err.is_terminal:
+        with Progress(TextColumn("{task.description:<40}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                      TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn(), console=err,
+                      transient=True) as bar:
+            task = bar.add_task(label, total=None)
+            yield lambda what, done, total: bar.update(task, description=str(what)[:40], completed=done, total=total)
+        return
+    t0 = time.perf_counter()
+    last = [t0]
+    state = [None]
+
+    def line(what, done, total) -> None:
+        spent = time.perf_counter() - t0
+        left = f", about {_duration(spent * (total - done) / done)} left" if done and total else ""
+        pct = f" ({100 * done / total:.0f}%)" if total else ""
+        print(f"{label}: {done}/{total or '?'}{pct}, {_duration(spent)} elapsed{left}; {what}", file=sys.stderr,
+              flush=True)
+
+    def update(what, done, total) -> None:
+        state[0] = (what, done, total)
+        now = time.perf_counter()
+        if now - last[0] >= every:
+            last[0] = now
+            line(what, done, total)
+
+    yield update
+    if state[0] is not None and time.perf_counter() - t0 >= every:
+        line(*state[0])
+
+
+def _duration(seconds: float) -> str:
+    m, s = divmod(int(round(seconds)), 60)
+    return f"{m} min {s} s" if m else f"{s} s"

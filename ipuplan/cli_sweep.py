@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional
 
 import typer
 from rich.table import Table
 
-from .cli_common import _target_path, app, err, out
+from .cli_common import _target_path, app, err, out, progress
 from .errors import InputError
 
 
@@ -24,25 +25,22 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
           retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed or killed cases again"),
           output: str = typer.Option(..., "-o", "--output", help="sweep directory")) -> None:
     """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from .artefacts import output_dir
     from .sweep.cases import grid
     from .sweep.run import run_sweep
 
     if workers is not None and workers < 1:
         raise InputError("--workers", None, f"{workers} is not positive", "give 1 or more")
+    out_dir = output_dir(output)
     cases = grid(list(models), [_target_path(t) for t in (target or [None])], batch, layers, list(sets or []))
-    with Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True) as bar:
-        task = bar.add_task("starting", total=len(cases))
-
-        def progress(counts: dict, done: int, total: int) -> None:
-            bar.update(task, completed=done, description=" · ".join(f"{k} {v}" for k, v in counts.items()))
-
-        records = run_sweep(cases, Path(output), workers, address, retry_failed, progress)
+    with progress("sweep") as update:
+        records = run_sweep(cases, out_dir, workers, address, retry_failed,
+                            lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
+                                                               done, total))
     t = Table("model", "target", "batch", "depth", "set", "verdict", "ms", "slack B", "checked", "s")
-    for col in t.columns:
-        col.overflow = "fold"
+    for col in t.columns:  # a terminal folds long cells; a pipe gets whole lines
+        col.overflow = "fold" if out.is_terminal else "ignore"
+        col.no_wrap = not out.is_terminal
     for r in records:
         verdict = r.get("verdict") or f"[red]{r['status']}[/]: {(r.get('error') or '')[:40]}"
         t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["batch"]), str(r["layers"] or "full"),
@@ -50,7 +48,7 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
                   f"{r['modeled_ms']:.3f}" if r.get("modeled_ms") else "",
                   f"{r['slack_bytes']:,}" if r.get("slack_bytes") is not None else "",
                   {True: "yes", False: "[red]NO[/]", None: ""}[r.get("checked")], f"{r.get('solve_seconds', 0):.0f}")
-    out.print(t, width=max(out.width, 150))
+    out.print(t, width=max(out.width, 150) if out.is_terminal else 400)
     resumed = sum(1 for r in records if r.get("resumed"))
     failed = [r for r in records if r["status"] != "done"]
     out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "
@@ -61,14 +59,20 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
 
 @app.command()
 def report(directory: str = typer.Argument(..., help="a solve, build or run directory"),
-           output: Optional[str] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)")) -> None:
+           output: Optional[str] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)"),
+           as_json: bool = typer.Option(False, "--json", help="print what was written as JSON")) -> None:
     """Write one self-contained HTML page: memory, placement, exchange, time, and why not when INFEASIBLE."""
     import time
 
+    from .artefacts import output_file, write_file
     from .report import render
 
+    dest = output_file(output or Path(directory) / "report.html", "-o")
     t0 = time.perf_counter()
     html = render(directory)
-    dest = Path(output or Path(directory) / "report.html")
-    dest.write_text(html)
+    write_file(dest, html)
+    if as_json:
+        print(json.dumps({"output": str(dest), "bytes": len(html.encode()), "seconds": round(time.perf_counter() - t0,
+                                                                                               3)}))
+        return
     out.print(f"wrote {dest}: {len(html.encode()) / 2**20:.2f} MiB in {time.perf_counter() - t0:.1f} s")

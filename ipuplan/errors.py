@@ -75,5 +75,11 @@ class Unfinished(IpuplanError):
     exit_code = 3
 
 
+class Interrupted(IpuplanError):
+    """The user interrupted the command (Ctrl-C): exit code 130, nothing half-written."""
+
+    exit_code = 130
+
+
 class IRError(IpuplanError):
     """The IR violates an invariant: a bug in a transformation, never user input."""

@@ -49,7 +49,7 @@ def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
         lay = dataclasses.replace(lay, elem=elem, mem=mem or lay.mem)
         if lay.mem is ANY:
             lay = lay.allocated()
-        if all(lay not in g for g in groups):
+        if lay not in groups[k]:
             groups[k].append(lay)
 
     for _, r in sop.reads:
@@ -66,8 +66,16 @@ def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
     pr = min(rows, ctx.tiles // ctx.batch * ctx.batch if rows >= ctx.batch else rows)
     add(2, row_layout(rows, cols, elem, ctx.batch, max(1, pr)))
     if not ctx.shaped:
-        return (groups[0] + groups[1] + groups[2])[:GRID_CANDIDATES]
-    return groups[0][:PRODUCER_LAYOUTS] + groups[1] + groups[2]
+        return _unique(groups[0] + groups[1] + groups[2])[:GRID_CANDIDATES]
+    return _unique(groups[0][:PRODUCER_LAYOUTS] + groups[1] + groups[2])
+
+
+def _unique(lays: list[Layout]) -> list[Layout]:
+    out: list[Layout] = []
+    for lay in lays:
+        if lay not in out:
+            out.append(lay)
+    return out
 
 
 def vector_need(lay: Layout, n: int) -> Layout:

@@ -92,25 +92,25 @@ def _frac(s) -> Fraction:
     return Fraction(str(s))
 
 
-def check_certificate(cert: dict, z3_rlimit: int = 200_000_000) -> CheckReport:
-    """Re-prove `cert` for the instance it names."""
+def check_certificate(cert: dict, z3_rlimit: int = 200_000_000, base=None) -> CheckReport:
+    """Re-prove `cert` for the instance it names (`base`: the directory holding it and its input copies)."""
     rep = CheckReport()
     rep.lines += instance_lines(cert if isinstance(cert, dict) else {})
     try:
-        _check(cert, rep, z3_rlimit)
+        _check(cert, rep, z3_rlimit, base)
     except Invalid as e:
         rep.fail(str(e))
     return rep
 
 
-def _check(cert: dict, rep: CheckReport, z3_rlimit: int) -> None:
+def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
     W = "certificate.json"
     if not isinstance(cert, dict) or cert.get("format") != FORMAT or cert.get("verdict") != "INFEASIBLE":
         rep.fail(f"{W}: not an INFEASIBLE certificate of format {FORMAT}")
         return
     if cert.get("digest") != digest(cert):
         rep.fail("certificate edited after it was written (digest mismatch)")
-    loaded = load_inputs(cert, rep, W)
+    loaded = load_inputs(cert, rep, W, base)
     if loaded is None:
         return
     g, target = loaded

@@ -18,7 +18,8 @@ from .. import codelets
 from ..errors import InputError
 from ..formats import PLAN
 from ..model import build_graph, load_model
-from ..plan import region_usage, sha256
+from ..artefacts import resolve_input
+from ..plan import region_usage
 from ..target import load_target
 from .placement import check_placement
 from .space import build_space
@@ -97,26 +98,25 @@ def catalogue_of(options: dict, where: str) -> str:
     return one_of(options, "catalogue", f"{where}.options", ("shaped", "grid"))
 
 
-def load_inputs(doc: dict, rep: CheckReport, what: str):
-    """The graph and target an artefact (`what`) was made for, or None (and a violation) when a file is
-    missing or changed since, or the instance fields are malformed."""
+def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None):
+    """The graph and target an artefact (`what`) was made for, or None (and a violation) when neither the copy
+    the artefact's directory (`base`) keeps nor the original file holds the recorded digest, or the instance
+    fields are malformed."""
     try:
+        files = {}
         for kind in ("model", "target"):
             rec = get(get(doc, "inputs", what), kind, f"{what}.inputs")
-            p = get(rec, "path", f"{what}.inputs.{kind}")
-            if not isinstance(p, str) or not Path(p).is_file():
-                rep.fail(f"{what}.inputs.{kind}.path: {p!r} is not a file here (run check where solve ran)")
-                return None
-            if sha256(p) != get(rec, "sha256", f"{what}.inputs.{kind}"):
-                rep.fail(f"{kind} file {p} differs from the one the {what} was made for (sha256 mismatch)")
+            get(rec, "path", f"{what}.inputs.{kind}")
+            files[kind], why = resolve_input(rec, base)
+            if files[kind] is None:
+                rep.fail(f"{what}.inputs.{kind}: {why}")
                 return None
         layers = integer(doc, "layers", what, 1, 1024)
         precision = one_of(doc, "precision", what, ("f16", "fp8"))
         fuse = boolean(doc, "fuse_qkv", what)
         batch = integer(doc, "batch", what, 1, 4096)
-        spec = load_model(doc["inputs"]["model"]["path"]).with_options(layers=layers, precision=precision,
-                                                                        fuse_qkv=fuse)
-        return build_graph(spec, batch), load_target(doc["inputs"]["target"]["path"])
+        spec = load_model(files["model"]).with_options(layers=layers, precision=precision, fuse_qkv=fuse)
+        return build_graph(spec, batch), load_target(files["target"])
     except Invalid as e:
         rep.fail(str(e))
         return None
@@ -140,26 +140,26 @@ def check_dir(d: Path) -> CheckReport:
         rep = CheckReport()
         rep.fail(f"{placed}: missing (plan.json says the plan was placed)")
         return rep
-    return check_plan(plan, _read(placed, "placement.json") if placed.exists() else None)
+    return check_plan(plan, _read(placed, "placement.json") if placed.exists() else None, base=d)
 
 
-def check_plan(plan, placement=None) -> CheckReport:
+def check_plan(plan, placement=None, base: Path | None = None) -> CheckReport:
     """Verify a FIT plan (and its placement, if given); every failure (a violated limit, a figure that does not
     recompute, a malformed value, an address out of place) is a violation in the report, never an exception."""
     rep = CheckReport()
     try:
-        _check(plan, rep, placement)
+        _check(plan, rep, placement, base)
     except Invalid as e:
         rep.fail(str(e))
     return rep
 
 
-def _check(plan, rep: CheckReport, placement=None) -> None:
+def _check(plan, rep: CheckReport, placement=None, base: Path | None = None) -> None:
     W = "plan.json"
     if not isinstance(plan, dict) or plan.get("format") != PLAN or plan.get("verdict") != "FIT":
         rep.fail(f"{W}: not a FIT plan of format {PLAN}")
         return
-    loaded = load_inputs(plan, rep, W)
+    loaded = load_inputs(plan, rep, W, base)
     if loaded is None:
         return
     g, target = loaded

@@ -15,8 +15,9 @@ def pack_patches(pixels: np.ndarray, spec: ModelSpec, where: str = "pixels") -> 
     if x.ndim != 4 or x.shape[1:] != (c, s, s):
         raise ArrayInputError(where, None, f"shape {tuple(x.shape)} is not [batch, {c}, {s}, {s}]",
                               f"pass normalized float32 pixels for a {s}x{s} {c}-channel image")
-    if not np.issubdtype(x.dtype, np.floating):
-        raise ArrayInputError(where, None, f"dtype {x.dtype} is not floating point", "pass float32 pixels")
+    if x.dtype != np.float32:  # float64 would round on the way in, float16 has already lost bits: say so
+        raise ArrayInputError(where, None, f"dtype {x.dtype} is not float32",
+                              "pass float32 pixels (numpy: x.astype(np.float32)), or images with --image")
     if not np.all(np.isfinite(x)):
         raise ArrayInputError(where, None, "contains NaN or infinity", "pass finite pixel values")
     b, g = x.shape[0], spec.grid

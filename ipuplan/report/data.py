@@ -117,12 +117,14 @@ def _sweep(sweep: dict) -> dict:
                      "verdict": "SWEEP"}}
 
 
-def _step_names(plan: dict) -> list[str] | None:
+def _step_names(plan: dict, base: Path | None = None) -> list[str] | None:
     """The plan's steps, from its model (the schedule: each op's exchange and compute step)."""
     try:
+        from ..artefacts import resolve_input
         from ..catalogue.schedule import build_schedule
         from ..model import build_graph, load_model
-        spec = load_model(plan["inputs"]["model"]["path"]).with_options(
+        path, _ = resolve_input(plan["inputs"]["model"], base)
+        spec = load_model(path).with_options(
             layers=plan["layers"], precision=plan.get("precision"), fuse_qkv=plan.get("fuse_qkv"))
         return build_schedule(build_graph(spec, plan["batch"])).steps
     except Exception:  # the model file moved: steps are shown by number
@@ -152,7 +154,7 @@ def collect(directory: str | Path) -> dict:
         placement = _read(d / "placement.json")
         if placement is not None:
             out["memory"] = _memory(plan, placement)
-            out["memory"]["step_names"] = package[1]["step_names"] if package is not None else _step_names(plan)
+            out["memory"]["step_names"] = package[1]["step_names"] if package is not None else _step_names(plan, d)
         out["exchange"] = _exchange(plan, placement, package)
         out["time"] = _time(plan, package, _read(d / "profile.json"))
     if doc.get("verdict") == "INFEASIBLE":

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from ..artefacts import INPUTS, copy_inputs, staged
 from ..formats import CERTIFICATE, PLAN, digest
 from ..model import build_graph, load_model
 from ..plan import sha256, write_json
@@ -39,23 +40,23 @@ class Job:
     options: SolveOptions = SolveOptions()
 
 
-def instance(job: Job, spec, target) -> dict:
-    """What a plan or certificate is about: model, batch, depth, inputs and every option that changes the
-    answer (solver effort and seed change only which plan is found)."""
+def instance(job: Job, spec, target, inputs: dict | None = None) -> dict:
+    """What a plan or certificate is about: model, batch, depth, inputs (with the copies the directory keeps)
+    and every option that changes the answer (solver effort and seed change only which plan is found)."""
     o = job.options
     return {
         "model": spec.name, "target": target.name, "batch": job.batch, "layers": spec.layers, "precision": spec.precision.value,
         "fuse_qkv": spec.fuse_qkv,
-        "inputs": {"model": {"path": job.model, "sha256": sha256(job.model)},
-                   "target": {"path": job.target, "sha256": sha256(job.target)}},
+        "inputs": inputs or {"model": {"path": job.model, "sha256": sha256(job.model)},
+                             "target": {"path": job.target, "sha256": sha256(job.target)}},
         "options": {"support_reserve": o.support_reserve, "relays": o.use_relays, "exchange_table_budget": o.table_budget,
                     "headroom": o.headroom, "catalogue": o.catalogue.value},
     }
 
 
-def header(job: Job, spec, target, result: SolveResult) -> dict:
+def header(job: Job, spec, target, result: SolveResult, inputs: dict | None = None) -> dict:
     o = job.options
-    doc = {"format": PLAN, "verdict": result.verdict.value, **instance(job, spec, target)}
+    doc = {"format": PLAN, "verdict": result.verdict.value, **instance(job, spec, target, inputs)}
     doc["search"] = {"seed": o.seed, "effort": o.effort, "relative_gap": o.relative_gap, "slack": o.slack,
                      "slack_effort": o.slack_effort}
     p = result.problem
@@ -70,19 +71,27 @@ def header(job: Job, spec, target, result: SolveResult) -> dict:
     return doc
 
 
+ARTEFACTS = ("plan.json", "placement.json", "verdict.json", "certificate.json", "solve-stats.json", INPUTS)
+
+
 def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = None) -> tuple[SolveResult, dict]:
+    """Solve, place, check; then write the verdict's artefacts into `out_dir` all at once (an interrupt or an
+    error before then leaves the directory as it was; stale artefacts of an earlier verdict are removed)."""
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv)
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
     result, placed, used = _solve_placed(graph, target, job.options, report)
     result.placement = placed
     job = dataclasses.replace(job, options=dataclasses.replace(used, cuts=()))  # the headroom actually kept
-    doc = header(job, spec, target, result)
+    with staged(Path(out_dir), ARTEFACTS) as stage:
+        doc = header(job, spec, target, result, copy_inputs(stage, job.model, job.target))
+        _write(job, result, doc, stage, placed)
+    return result, doc
+
+
+def _write(job: Job, result: SolveResult, doc: dict, out_dir: Path, placed) -> None:
     doc["strategy"] = job.options.strategy
     st = result.stats
-    out_dir.mkdir(parents=True, exist_ok=True)
-    for stale in ("plan.json", "placement.json", "verdict.json", "certificate.json"):
-        (out_dir / stale).unlink(missing_ok=True)
     size = {k: st[k] for k in ("implementations", "literals", "constraints", "tile_classes", "steps") if k in st}
     doc["model_size"] = size
     doc["solver"] = {"status": st.get("status"), "rounds": st.get("rounds"),
@@ -107,7 +116,6 @@ def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     if "placement" in st:
         timing["placement_seconds"] = st["placement"]["seconds"]
     write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"), **timing, **size})
-    return result, doc
 
 
 def _solve_placed(graph, target, opts: SolveOptions, report):
@@ -156,7 +164,7 @@ def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
     placement = placement_doc(result.problem, placed) if placed is not None else None
     for body in bodies:
         trial = dict(doc, **body)
-        rep = check_plan(trial, placement)
+        rep = check_plan(trial, placement, base=out_dir)
         if rep.ok:
             doc.update(body)
             if placement is not None:

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 from ortools.sat.python import cp_model
 
+from ..cpsat import run as run_cpsat
 from ..layout import MemClass
 from .budget import Budget
 from .choice import add_choice
@@ -68,7 +69,7 @@ def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what
         budget.cpsat(solver, opts.workers, opts.seed)
         if not ctx.slack and not keep_free:
             solver.parameters.relative_gap_limit = opts.relative_gap
-        status = solver.Solve(ctx.m, _Progress(report if not ctx.slack else None, what))
+        status = run_cpsat(solver, ctx.m, _Progress(report if not ctx.slack else None, what))
         budget.spend(solver.deterministic_time)
         budget.check_wall()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
+from ..cpsat import run as run_cpsat
+
 T = TypeVar("T")
 
 
@@ -46,7 +48,7 @@ def cpsat_conflicts(m, lit_of: dict, budget):
         m.AddAssumptions([lit_of[k] for k in subset])
         s = cp_model.CpSolver()
         budget.cpsat(s, 1, 0)
-        st = s.Solve(m)
+        st = run_cpsat(s, m)
         budget.spend(s.deterministic_time)
         if st == cp_model.INFEASIBLE:
             need = {member_of[i] for i in s.SufficientAssumptionsForInfeasibility() if i in member_of}

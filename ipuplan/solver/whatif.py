@@ -23,11 +23,20 @@ from ..source import load_yaml
 from .driver import Job, run_solve
 
 
-def job_from_doc(doc: dict) -> Job:
+def job_from_doc(doc: dict, base: Path | None = None) -> Job:
+    """The solve an artefact records, its inputs read from the copies its directory keeps (or their paths)."""
+    from ..artefacts import resolve_input
     from ..catalogue import Catalogue
+    from ..errors import InputError
     from .solve import SolveOptions
     o = doc["options"]
-    return Job(doc["inputs"]["model"]["path"], doc["inputs"]["target"]["path"], doc["batch"], doc["layers"],
+    files = {}
+    for kind in ("model", "target"):
+        files[kind], why = resolve_input(doc["inputs"][kind], base)
+        if files[kind] is None:
+            raise InputError(str(base) if base else "the artefact", f"inputs.{kind}", why,
+                             "solve again, or keep the directory's inputs/ beside its plan")
+    return Job(files["model"], files["target"], doc["batch"], doc["layers"],
                doc["precision"], doc["fuse_qkv"],
                SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], relays=o["relays"],
                             table_budget=o["exchange_table_budget"], headroom=o["headroom"],
@@ -45,7 +54,7 @@ def _verify(d: Path, doc: dict) -> str:
     if not (d / "certificate.json").exists():
         return "no certificate (CP-SAT's verdict only)"
     cert = json.loads((d / "certificate.json").read_text())
-    rep = check_certificate(cert)
+    rep = check_certificate(cert, base=d)
     if not rep.ok:
         raise RuntimeError(f"what-if probe {d}: certificate rejected: {rep.violations[0]}")
     return f"certificate checked ({cert['kind']})"
@@ -114,6 +123,16 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
                 "peak_bytes": doc["peaks"]["total"]["bytes"]}
     if "deficit_bytes" not in ex:
         return {"kind": "memory", "note": "no least-overflowing plan was found within the time limit"}
+    if ex.get("tables_over") or ex.get("fragments_over"):  # the elastic sum is not a memory figure then
+        what = " and ".join(x for x in (f"its exchange tables by {ex['tables_over']:,} B" if ex.get("tables_over")
+                                        else "", f"its fragments by {ex['fragments_over']:,}"
+                                        if ex.get("fragments_over") else "") if x)
+        return {"kind": "memory", "limited_by": "exchange", "deficit_bytes": ex["deficit_bytes"],
+                "tables_over": ex.get("tables_over", 0), "fragments_over": ex.get("fragments_over", 0),
+                "note": f"the least-overflowing plan overflows {what}"
+                        + (f" (and memory by {ex['deficit_bytes']:,} B)" if ex["deficit_bytes"] else ", not memory")
+                        + ": more SRAM per tile alone does not make it fit; the exchange limits are "
+                          "--exchange-table-budget and the target's fragment limit"}
     deficit = ex["deficit_bytes"]
     tdir = out / "memory"
     tdir.mkdir(parents=True, exist_ok=True)
@@ -155,7 +174,7 @@ def grown_target(path: str, extra: int) -> str:
 def what_if(directory: Path, kind: str, report=None) -> dict:
     name = "plan.json" if (directory / "plan.json").exists() else "verdict.json"
     doc = json.loads((directory / name).read_text())
-    job = job_from_doc(doc)
+    job = job_from_doc(doc, directory)
     out = directory / "what-if"
     result = memory(job, doc, out, report) if kind == "memory" else search(job, kind, out, report)
     (out / f"{kind}.json").write_text(json.dumps(result, indent=1) + "\n")

@@ -70,8 +70,8 @@ def grid(models: list[str], targets: list[str], batches: str, layers: str | None
     depths: list[int | None] = [None]
     if layers:
         depths = [None if x.strip() == "full" else int(x) for x in layers.split(",")] if all(
-            x.strip() == "full" or x.strip().isdigit() for x in layers.split(",")) else \
-            _raise("--layers", layers, "a comma-separated list of depths or `full`, e.g. 2,full")
+            x.strip() == "full" or x.strip().isdigit() and int(x) >= 1 for x in layers.split(",")) else \
+            _raise("--layers", layers, "a comma-separated list of depths >= 1 or `full`, e.g. 2,full")
     axes = []
     for s in sets:
         key, _, vals = s.partition("=")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from ...cpsat import run as run_cpsat
 from .problem import Instance, Placement
 
 
@@ -72,7 +73,7 @@ def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0) -> Placemen
     s.parameters.max_deterministic_time = deterministic_seconds
     s.parameters.num_workers = 1
     s.parameters.random_seed = 0
-    st = s.Solve(m)
+    st = run_cpsat(s, m)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return Placement([int(s.Value(o)) for o in off], True, True, 0, "CP-SAT")
     if st == cp_model.MODEL_INVALID:
