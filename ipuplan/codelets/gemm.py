@@ -21,7 +21,7 @@ from ..ir.graph import DType
 from ..numerics import gemm as gemm_numerics
 from ..numerics import gemm_groups
 from ..target import Target
-from .base import CODE_DTYPE, Codelet, VectorCost, call_cycles
+from .base import Codelet, VectorCost, call_cycles
 
 K_MULTIPLE = {False: 16, True: 32}  # F16 / F8 inner micro-block
 N_MULTIPLE = 16
@@ -95,7 +95,9 @@ def add_partials(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def execute_gemm(v, pol) -> None:
     """AmpGemmF16/F8 on a group of vertices (`v`: the runner's field access)."""
-    xdt, wdt = CODE_DTYPE[int(v.params[0, 2])], CODE_DTYPE[int(v.params[0, 3])]
+    fp8 = ("f143", "f152")
+    ok = fp8 if v.codelet == GEMM[True].name else ("f16",)
+    xdt, wdt = v.dtype(2, ok), v.dtype(3, ok)
     x, (wu, inv) = v.read("x", xdt), v.read_unique("w", wdt)
     acc = pol.accumulation["f8" if xdt in ("f143", "f152") else "f16"]
     y = gemm_groups(x, wu, inv, acc, pol.chunk)

@@ -32,7 +32,7 @@ class PackageError(InputError):
 def _small(a: np.ndarray) -> np.ndarray:
     """Integers in the narrowest of int8/16/32/64 that holds them (load speed and size)."""
     a = np.asarray(a)
-    if a.dtype.kind not in "iu" or a.size == 0:
+    if a.dtype.kind not in "iu" or a.size == 0 or a.dtype == np.uint8:  # bytes (the sources) stay bytes
         return a
     lo, hi = int(a.min()), int(a.max())
     for t in (np.int8, np.int16, np.int32):
@@ -55,12 +55,26 @@ def write_archive(path: Path, manifest: dict, arrays: dict[str, np.ndarray]) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
-        z.writestr(MANIFEST, raw)
-        for name, blob in blobs.items():
-            z.writestr(name, blob)
-        z.writestr(DIGEST, hashlib.sha256(raw).hexdigest())
+        _member(z, MANIFEST, raw)
+        for name in sorted(blobs):  # a fixed order: identical inputs give identical bytes
+            _member(z, name, blobs[name])
+        _member(z, DIGEST, hashlib.sha256(raw).hexdigest().encode())
     tmp.replace(path)
     return path.stat().st_size
+
+
+def _short(e: Exception) -> str:
+    """An exception's message fit for one line: zipfile quotes raw header bytes."""
+    msg = str(e)
+    return msg if len(msg) <= 120 and msg.isprintable() else f"{type(e).__name__}: a header or member is damaged"
+
+
+def _member(z: zipfile.ZipFile, name: str, data: bytes) -> None:
+    """One member with a fixed timestamp and mode: identical inputs give byte-identical packages."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    z.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
 
 
 class Archive:
@@ -78,7 +92,7 @@ class Archive:
         except FileNotFoundError:
             raise PackageError(self.path, "no such file") from None
         except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as e:
-            raise PackageError(self.path, f"not a readable package ({e}); truncated or corrupted") from None
+            raise PackageError(self.path, f"not a readable package ({_short(e)}); truncated or corrupted") from None
         if hashlib.sha256(raw).hexdigest() != whole:
             raise PackageError(self.path, "the manifest does not match the package digest")
         try:
@@ -99,14 +113,14 @@ class Archive:
             try:
                 blob = self.zip.read(name)
             except (zipfile.BadZipFile, OSError, EOFError, KeyError, zlib.error) as e:
-                raise PackageError(self.path, f"member {name} is unreadable ({e})") from None
+                raise PackageError(self.path, f"member {name} is unreadable ({_short(e)}); corrupted") from None
             if hashlib.sha256(blob).hexdigest() != self.manifest["members"][name]:
                 raise PackageError(self.path, f"member {name} does not match its digest")
             try:
                 a = np.load(io.BytesIO(blob), allow_pickle=False)
             except ValueError as e:
                 raise PackageError(self.path, f"member {name} is not a numpy array ({e})") from None
-            self._cache[name] = a.astype(np.int64) if a.dtype.kind in "iu" else a
+            self._cache[name] = a.astype(np.int64) if a.dtype.kind in "iu" and a.dtype != np.uint8 else a
         return self._cache[name]
 
     def verify_all(self) -> None:

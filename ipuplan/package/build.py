@@ -10,6 +10,7 @@ from typing import Callable
 from ..plan import sha256
 from ..solver.driver import Job, run_solve
 from ..solver.solve import Verdict
+from . import sources
 from .io import read_package, write_package
 from .validate import validate
 
@@ -40,7 +41,8 @@ def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     if total != doc["cycles"]["modeled"]:  # the steps carry exactly the costs the objective adds up
         raise RuntimeError(f"the program's steps model {total:,} cycles, the plan {doc['cycles']['modeled']:,}")
     path = out_dir / PACKAGE
-    size = write_package(path, prog, p.target, header)
+    header["sources"], extra = sources.collect(out_dir)
+    size = write_package(path, prog, p.target, header, extra)
     t3 = time.perf_counter()
     back, manifest = read_package(path)
     counts = validate(back, manifest, path)

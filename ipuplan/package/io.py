@@ -31,9 +31,10 @@ def target_record(t) -> dict:
             "code_window": list(mm.code_window)}
 
 
-def write_package(path: Path, prog: Program, target, header: dict) -> int:
-    """Write `prog` as a package; `header` holds the model and plan identity. Returns bytes on disk."""
-    arrays: dict[str, np.ndarray] = {}
+def write_package(path: Path, prog: Program, target, header: dict, extra: dict[str, np.ndarray] | None = None) -> int:
+    """Write `prog` as a package; `header` holds the model and plan identity, `extra` further members (the
+    sources). Returns bytes on disk."""
+    arrays: dict[str, np.ndarray] = dict(extra or {})
     steps = []
 
     def cs_record(k: str, s: ComputeSet) -> dict:

@@ -1,8 +1,8 @@
 """Validate a read package before anything runs: buffers inside the tile and their region, no two live
-buffers overlapping, every vertex field and exchange run inside a buffer live at its step (at the first
-and the last Repeat iteration), AMP fields in interleaved memory, runs within the transfer limit, tables
-within their buffer, bindings covering every element exactly once. The first violation is raised, named
-by tile, step, compute set or exchange, vertex or run, and field."""
+buffers overlapping, every vertex field and exchange run inside a buffer live at its step at every Repeat
+iteration (by arithmetic on the strides), AMP fields in interleaved memory, runs within the transfer limit,
+tables within their buffer, bindings covering every element exactly once. The first violation is raised, named
+by tile, step, compute set or exchange, vertex or run, iteration and field."""
 
 from __future__ import annotations
 
@@ -12,15 +12,26 @@ from ..backend.lower.program import ComputeSet, Program
 from .archive import PackageError
 
 TABLES = "exchange tables"
+CODE = "code window"
+BEYOND = "code beyond the window and supervisor program"
 
 
 class _Live:
     """Which buffer holds [lo, hi) on a tile at a step: the buffers live at a step never overlap on a tile."""
 
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, reserved: set[str]):
         bt = prog.buffers
         self.bt, self.g = bt, bt.group_of_tile
         self._cache: dict[int, tuple] = {}
+        # buffers no vertex field, run or binding may touch: the reservations, code, tables and descriptors
+        kinds = np.array([n in reserved or "descriptors" in n for n in bt.names] + [False], bool)
+        self.reserved = kinds[bt.name] if len(bt.name) else np.zeros(0, bool)
+
+    def data(self, step: int, tile: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(buffer index holding each [lo, hi) on `tile` at `step`, -1 where none does; where it is a
+        reservation, code, tables or descriptors instead of data)."""
+        b = self.find(step, tile, lo, hi)
+        return b, (b >= 0) & self.reserved[np.maximum(b, 0)]
 
     def at(self, step: int):
         if step not in self._cache:
@@ -54,7 +65,8 @@ def validate(prog: Program, manifest: dict, path) -> dict:
     T, base, r0, end = prog.tiles, t["base"], t["region0_end"], t["loadable_end"]
     nsteps = len(prog.step_names)
     _buffers(prog, manifest, path, T, base, r0, end)
-    live = _Live(prog)
+    reserved = {r[0] for r in t["reservations"]} | {CODE, BEYOND, TABLES}
+    live = _Live(prog, reserved)
     body = manifest.get("body")
     count = prog.count
     cat = {c["name"]: c for c in manifest["codelets"]}
@@ -134,26 +146,33 @@ def _compute(path, where, s: ComputeSet, src_step: int, dst_step: int, live, cat
                 _fail(path, f"tile {int(v.tile[k])} {where} vertex {k}", f"field {name} has a malformed shape")
             size = _slab_end(rows, rb, pitch)
             step = src_step if f == 0 and s.op == "repeat" else dst_step
-            for it in sorted({0, iters - 1}):
-                lo = v.addr[used, f] + it * v.stride[used, f]
-                hi = lo + size
-                tile = v.tile[used]
-                if name in cat[v.codelet]["interleaved"]:
-                    below = lo < r0
-                    if below.any():
-                        k = int(np.flatnonzero(below)[0])
-                        _fail(path, f"tile {int(tile[k])} {where} vertex {used[k]}",
-                              f"field {name} [{lo[k]:#x}, +{size[k]}) is not in interleaved memory (region 1)")
-                cross = (lo < r0) & (hi > r0)
-                if cross.any():
-                    k = int(np.flatnonzero(cross)[0])
-                    _fail(path, f"tile {int(tile[k])} {where} vertex {used[k]}",
-                          f"field {name} [{lo[k]:#x}, +{size[k]}) crosses the end of region 0")
-                b = live.find(step, tile, lo, hi)
-                if (b < 0).any():
-                    k = int(np.flatnonzero(b < 0)[0])
-                    _fail(path, f"tile {int(tile[k])} {where} vertex {used[k]}" + (f" iteration {it}" if it else ""),
-                          f"field {name} [{lo[k]:#x}, +{size[k]}) is not inside a buffer live at step {step}")
+            # every iteration, by arithmetic on the strides: addresses are linear in the iteration
+            its = np.repeat(np.arange(iters), len(used))
+            k_of = np.tile(used, iters)
+            lo = np.tile(v.addr[used, f], iters) + its * np.tile(v.stride[used, f], iters)
+            size = np.tile(size, iters)
+            hi = lo + size
+            tile = v.tile[k_of]
+
+            def at(k):
+                return f"tile {int(tile[k])} {where} vertex {k_of[k]}" + (f" iteration {its[k]}" if iters > 1 else "")
+            if name in cat[v.codelet]["interleaved"]:
+                below = lo < r0
+                if below.any():
+                    k = int(np.flatnonzero(below)[0])
+                    _fail(path, at(k), f"field {name} [{lo[k]:#x}, +{size[k]}) is not in interleaved memory (region 1)")
+            cross = (lo < r0) & (hi > r0)
+            if cross.any():
+                k = int(np.flatnonzero(cross)[0])
+                _fail(path, at(k), f"field {name} [{lo[k]:#x}, +{size[k]}) crosses the end of region 0")
+            b, res = live.data(step, tile, lo, hi)
+            if (b < 0).any():
+                k = int(np.flatnonzero(b < 0)[0])
+                _fail(path, at(k), f"field {name} [{lo[k]:#x}, +{size[k]}) is not inside a buffer live at step {step}")
+            if res.any():
+                k = int(np.flatnonzero(res)[0])
+                _fail(path, at(k), f"field {name} [{lo[k]:#x}, +{size[k]}) lies in {live.bt.names[live.bt.name[b[k]]]!r}, "
+                      "not in a data buffer")
         n += V
     return n
 
@@ -171,19 +190,20 @@ def _exchange(path, where, s, live, t, T, iters) -> int:
     tiles_ok = (s.src >= 0) & (s.src < T) & ((s.dst < T).all(1)) & (s.dst >= 0).any(1)
     if not tiles_ok.all():
         _fail(path, f"{where} run {int(np.flatnonzero(~tiles_ok)[0])}", "a tile is out of range or no destination")
-    for it in sorted({0, iters - 1}):
-        lo = s.src_addr + it * s.src_stride
-        b = live.find(s.step, s.src, lo, lo + s.nbytes)
-        if (b < 0).any():
-            k = int(np.flatnonzero(b < 0)[0])
-            _fail(path, f"tile {int(s.src[k])} {where} run {k}",
-                  f"source [{lo[k]:#x}, +{int(s.nbytes[k])}) is not inside a buffer live at step {s.step}")
+    its = np.repeat(np.arange(iters), N)
+    k_of = np.tile(np.arange(N), iters)
+    lo = s.src_addr[k_of] + its * s.src_stride[k_of]
+    b, res = live.data(s.step, s.src[k_of], lo, lo + s.nbytes[k_of])
+    if (b < 0).any() or res.any():
+        k = int(np.flatnonzero((b < 0) | res)[0])
+        _fail(path, f"tile {int(s.src[k_of[k]])} {where} run {k_of[k]}" + (f" iteration {its[k]}" if iters > 1 else ""),
+              f"source [{lo[k]:#x}, +{int(s.nbytes[k_of[k]])}) is not inside a data buffer live at step {s.step}")
     r, c = np.nonzero(s.dst >= 0)
-    b = live.find(s.step, s.dst[r, c], s.dst_addr[r, c], s.dst_addr[r, c] + s.nbytes[r])
-    if (b < 0).any():
-        k = int(np.flatnonzero(b < 0)[0])
+    b, res = live.data(s.step, s.dst[r, c], s.dst_addr[r, c], s.dst_addr[r, c] + s.nbytes[r])
+    if (b < 0).any() or res.any():
+        k = int(np.flatnonzero((b < 0) | res)[0])
         _fail(path, f"tile {int(s.dst[r[k], c[k]])} {where} run {int(r[k])}",
-              f"destination [{s.dst_addr[r[k], c[k]]:#x}, +{int(s.nbytes[r[k]])}) is not inside a buffer live at "
+              f"destination [{s.dst_addr[r[k], c[k]]:#x}, +{int(s.nbytes[r[k]])}) is not inside a data buffer live at "
               f"step {s.step}")
     return N
 
@@ -233,11 +253,12 @@ def _bindings(prog, path, live, nsteps, T) -> int:
         step = nsteps - 1 if b.role == "output" else 0
         r, c = np.nonzero(s.tile >= 0)
         size = (s.rows[r] - 1) * s.pitch[r] + s.n[r] * esize
-        for it in sorted({0, b.count - 1}):
-            lo = s.addr[r, c] + it * s.stride[r, c]
-            found = live.find(step, s.tile[r, c], lo, lo + size)
-            if (found < 0).any():
-                k = int(np.flatnonzero(found < 0)[0])
-                _fail(path, f"tile {int(s.tile[r[k], c[k]])} {where}",
-                      f"slab [{lo[k]:#x}, +{int(size[k])}) is not inside a buffer live at step {step}")
+        its = np.repeat(np.arange(b.count), len(r))
+        rr, cc = np.tile(r, b.count), np.tile(c, b.count)
+        lo = s.addr[rr, cc] + its * s.stride[rr, cc]
+        found, res = live.data(step, s.tile[rr, cc], lo, lo + np.tile(size, b.count))
+        if (found < 0).any() or res.any():
+            k = int(np.flatnonzero((found < 0) | res)[0])
+            _fail(path, f"tile {int(s.tile[rr[k], cc[k]])} {where}" + (f" copy {its[k]}" if b.count > 1 else ""),
+                  f"slab [{lo[k]:#x}, +{int(size[k % len(r)])}) is not inside a data buffer live at step {step}")
     return total

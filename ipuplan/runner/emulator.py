@@ -16,6 +16,7 @@ from .. import codelets as cl
 from ..ir.graph import DType
 from ..numerics import round_to
 from .device import Device
+from ..codelets.base import CODE_DTYPE
 from .memory import NP, RunError, Slabs, TileMemory
 
 _DT = {d.short: d for d in DType}
@@ -27,8 +28,18 @@ class FieldAccess:
     def __init__(self, mem: TileMemory, v, sel: np.ndarray, fields: tuple[str, ...], it: int, where: Callable):
         self.mem, self.v, self.sel, self.fields, self.it = mem, v, sel, fields, it
         self.params = v.params[sel]
+        self.codelet = v.codelet
         self.tile = v.tile[sel]
         self._where = lambda k: where(int(sel[k]))
+
+    def dtype(self, col: int, allowed: tuple[str, ...]) -> str:
+        """The dtype parameter word `col`, one of `allowed` for every vertex of the group, else a named error."""
+        codes = np.unique(self.params[:, col])
+        names = [CODE_DTYPE.get(int(c)) for c in codes]
+        if len(codes) != 1 or names[0] not in allowed:
+            raise RunError(f"{self._where(0)}: parameter {col} is dtype code {int(codes[0])} "
+                           f"({names[0] or 'no dtype'}); this codelet takes {', '.join(allowed)}")
+        return names[0]
 
     def _f(self, field: str) -> int:
         return self.fields.index(field)
@@ -93,14 +104,21 @@ class Emulator(Device):
         self.profile: list[dict] = []
 
     def load(self, package: str | Path) -> dict:
+        from ..package.archive import PackageError
         from ..package.io import read_package
         from ..package.validate import validate
         self.path = Path(package)
         self.prog, self.manifest = read_package(self.path)
+        for c in self.manifest["codelets"]:  # the codelets are ipuplan's, whatever the package says of them
+            own = cl.BY_NAME.get(c.get("name"))
+            if own is None or c.get("fields") != list(own.fields) or c.get("interleaved") != list(own.interleaved) \
+                    or c.get("params") != own.params or c.get("code_bytes") != own.code_bytes:
+                raise PackageError(self.path, f"codelet {c.get('name')}: the package's description is not ipuplan's "
+                                              f"codelet")
         validate(self.prog, self.manifest, self.path)
         t = self.manifest["target"]
         self.mem = TileMemory(self.prog.tiles, t["base"], t["loadable_end"])
-        self.fields = {c["name"]: tuple(c["fields"]) for c in self.manifest["codelets"]}
+        self.fields = {c["name"]: cl.BY_NAME[c["name"]].fields for c in self.manifest["codelets"]}
         bt = self.prog.buffers
         self.tiles_of = [np.flatnonzero(bt.group_of_tile == g) for g in range(int(bt.group_of_tile.max()) + 1)]
         self._starts: dict[int, list[int]] = {}
@@ -247,4 +265,7 @@ class Emulator(Device):
                 sel = np.flatnonzero(inv == g)
                 access = FieldAccess(self.mem, v, sel, fields, it,
                                      lambda k, v=v: f"tile {int(v.tile[k])} {where} {v.codelet} vertex {k}")
-                run(access, self.policy)
+                try:
+                    run(access, self.policy)
+                except (ValueError, KeyError, IndexError) as e:  # a parameter the codelet cannot honour
+                    raise RunError(f"{access._where(0)}: cannot execute ({type(e).__name__}: {e})") from None

@@ -12,8 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ArrayInputError, InputError
-from ..plan import sha256
+from ..errors import ArrayInputError
+from ..package import sources
 from .emulator import Emulator
 
 
@@ -50,19 +50,16 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     package = Path(package)
     dev = Emulator(None, progress)
     m = dev.load(package)
-    model, target = Path(m["inputs"]["model"]["path"]), Path(m["inputs"]["target"]["path"])
-    for p, key in ((model, "model"), (target, "target")):
-        if not p.exists():
-            raise InputError(str(package), f"inputs.{key}.path", f"{p} does not exist",
-                             "run from the directory the package was built in")
-        if sha256(p) != m["inputs"][key]["sha256"]:
-            raise InputError(str(p), None, "has changed since the package was built", "rebuild the package")
-    spec = load_model(str(model)).with_options(layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+    # the model and target are the package's own copies: a package runs from any directory
+    with sources.unpacked(package, m) as d:
+        spec = load_model(str(d / sources.LAYOUT["model"])).with_options(
+            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+        tgt = load_target(str(d / sources.LAYOUT["target"]))
+        plan = json.loads((d / sources.LAYOUT["plan"]).read_text())
     patches = pack_patches(pixels, spec)
     if patches.shape[0] != m["batch"]:
         raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images", f"the package runs batch {m['batch']}")
     g = build_graph(spec, m["batch"])
-    tgt = load_target(str(target))
     dev.policy = Policy.for_target(tgt, Mode.MIXED)
     w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
     t0 = time.perf_counter()
@@ -73,7 +70,6 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     if compare:
         t1 = time.perf_counter()
         if faithful:
-            plan = json.loads((package.parent / "plan.json").read_text())
             pol = dataclasses.replace(Policy.for_target(tgt, Mode.MIXED), plan=plan["choices"])
             ref = run_graph(g, {"patches": patches}, w, pol)[g.outputs[0]]
         t2 = time.perf_counter()

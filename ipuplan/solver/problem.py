@@ -101,6 +101,7 @@ class XContribution:
     transfers: tuple[Transfer, ...] = ()  # in phase order (a relay: gather, then multicast)
     patched: bool = False
     ends: tuple[tuple[str, str], ...] = ()  # per transfer: (`what` of the buffer sent from, of the one received into)
+    phases: tuple[int, ...] = ()  # per transfer: its exchange phase (0 in one superstep; a relay's multicast is 1)
 
 
 @dataclass
@@ -210,14 +211,16 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     def xcost(*trs: Transfer, patched: bool = False) -> cl.Cost:
         return cl.transfers_cost(target, trs, patched)
 
-    def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False) -> None:
-        """Record transfers' encoded table bytes and pieces (each transfer its own rows)."""
+    def exchange(lit: tuple, step: int, what: str, trs: list[Transfer], ends, patched: bool = False,
+                 phases: tuple[int, ...] | None = None) -> None:
+        """Record transfers' encoded table bytes and pieces (each transfer its own rows); all in one exchange
+        phase unless `phases` says otherwise."""
         tab = sum(t.table_words(enc, patched) for t in trs) * ib
         frg = sum(t.send_pieces + t.recv_pieces for t in trs)
         if not tab.any() and not frg.any():
             return
         xcontribs.append(XContribution(lit, vecs.add(tab), vecs.add(frg), step, what, tuple(trs), patched,
-                                       tuple(ends)))
+                                       tuple(ends), tuple(phases) if phases is not None else (0,) * len(trs)))
 
     def add(lit, lay: Layout, first: int, last: int, what: str, times: int = 1) -> None:
         lay = lay.allocated()
@@ -327,7 +330,8 @@ def _edges(sched: Schedule, impls, T: int, add, cycles, parts, xfer, xcost, exch
                         copy = f"{what} (exchanged copy)"
                         ends = ([(f"{e.producer} (output)", copy)] if mode == "direct" else
                                 [(f"{e.producer} (output)", f"{what} (relay buffer)"), (f"{what} (relay buffer)", copy)])
-                        exchange(p.lit, sop.xstep, f"{what} ({mode})", trs, ends)
+                        exchange(p.lit, sop.xstep, f"{what} ({mode})", trs, ends,
+                                 phases=(0,) if mode == "direct" else (0, 1))
                         e.pairs.append(p)
             edges.append(e)
     return edges

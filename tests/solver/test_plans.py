@@ -131,13 +131,6 @@ def test_checker_rejects_changed_model(small_plan, tmp_path):
     assert any("sha256" in v for v in check_plan(bad).violations)
 
 
-def test_plan_is_deterministic(cli, tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    for d in (a, b):
-        assert cli("solve", MODELS / "siglip.yaml", "--batch", "2", "--layers", "2", "--seed", "3", "-o", d).code == 0
-    assert (a / "plan.json").read_bytes() == (b / "plan.json").read_bytes()
-
-
 def _golden(plan: dict, name: str) -> None:
     keep = {k: plan[k] for k in ("verdict", "model", "batch", "layers", "choices", "peaks", "cycles")}
     text = json.dumps(keep, indent=1) + "\n"

@@ -74,7 +74,7 @@ def lower(p, chosen: set, pp) -> Program:
         phases: list[list[Runs]] = [[], []]
         local: list[Runs] = []
         for x in by_step[sx]:
-            for k, (tr, (sw, dw)) in enumerate(zip(x.transfers, x.ends)):
+            for k, tr, (sw, dw) in zip(x.phases, x.transfers, x.ends):
                 ex, loc = cell_runs(tr, cx.buf(sw), cx.buf(dw), enc, x.patched)
                 phases[k].append(ex)
                 local.append(loc)

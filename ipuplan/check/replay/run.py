@@ -312,7 +312,10 @@ class Replay:
     def compute(self, cs, it: int, where: str):
         cat = {c["name"]: c["fields"] for c in self.m["codelets"]}
         for v in cs.vertices:
-            if v.codelet == "Copy" and (cs.op not in self.ops or self.ops[cs.op].op.kind is not OpKind.BROADCAST):
+            # a Copy is the broadcast op's own computation only in its compute set; local copies of its operands
+            # (and of any op's) move bytes whatever they hold
+            if v.codelet == "Copy" and (cs.op not in self.ops or self.ops[cs.op].op.kind is not OpKind.BROADCAST
+                                        or cs.name != OpKind.BROADCAST.value):
                 self.copy(v, it, where)
                 continue
             rule = RULES.get(v.codelet)
