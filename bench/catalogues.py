@@ -78,7 +78,9 @@ def largest_batch(model: str, catalogue: str, out: Path) -> str:
         w = json.loads(r.stdout)["what_if"]
     except (json.JSONDecodeError, KeyError, TypeError):
         return f"failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:] if r.stderr else ''}"
-    return f"{w.get('largest')} ({w.get('summary', '')}; {wall:.0f} s)"
+    probes = ", ".join(f"{k}={v}" for k, v in w.get("probes", {}).items())
+    return (f"{w.get('largest_fit')} ({w.get('fit_evidence')}); smallest INFEASIBLE {w.get('smallest_infeasible')} "
+            f"({w.get('infeasible_evidence')}); probes {probes}; {wall:.0f} s")
 
 
 def main() -> None:

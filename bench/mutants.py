@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from tests_helpers import leaves, set_leaf, target_with_tiles  # noqa: E402
 
-from ipuplan.check import check_plan  # noqa: E402
-from ipuplan.check.certificate import check_certificate  # noqa: E402
+from ipuplan.checker import check_plan  # noqa: E402
+from ipuplan.checker.certificate import check_certificate  # noqa: E402
 from ipuplan.formats import digest  # noqa: E402
 
 

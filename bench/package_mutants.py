@@ -294,7 +294,7 @@ MUTANTS = [
 
 
 def _check(pkg: Path) -> str:
-    from ipuplan.check.package import check_package
+    from ipuplan.checker.package import check_package
     try:
         ok, _, why = check_package(pkg)
     except IpuplanError as e:

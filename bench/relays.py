@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ipuplan.check import check_plan
+from ipuplan.checker import check_plan
 from ipuplan.solver.driver import Job, run_solve
 from ipuplan.solver.solve import SolveOptions
 

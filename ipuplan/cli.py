@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
-                         _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
+                         _images_or_pixels, _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
 from . import cli_common
-from .errors import ArrayInputError, InputError, Interrupted, IpuplanError
+from .errors import InputError, Interrupted, IpuplanError
 
 
 @app.command()
@@ -52,7 +52,9 @@ def show(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.y
 
 @app.command()
 def reference(model: str = typer.Argument(..., help="model YAML"),
-              pixels: str = typer.Option(..., "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+              pixels: Optional[str] = typer.Option(None, "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+              image: Optional[List[str]] = typer.Option(None, "--image", help="an image file (PNG, JPEG), "
+                                                        "preprocessed as the model declares; repeat for a batch"),
               output: str = typer.Option(..., "-o", "--output", help="where to write the pooled [batch, width] .npy"),
               weights: Optional[str] = typer.Option(None, "--weights", help="safetensors checkpoint (native naming)"),
               layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
@@ -80,13 +82,8 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
     dest = output_file(output, "-o", ".npy")
     spec = _load(model, layers)
     tgt = load_target(_target_path(target))
-    try:
-        x = np.load(pixels, allow_pickle=False)
-    except FileNotFoundError:
-        raise ArrayInputError(pixels, None, "no such file", "pass a .npy file written by numpy.save") from None
-    except (ValueError, OSError) as e:
-        raise ArrayInputError(pixels, None, f"not a readable .npy array ({e})", "use numpy.save") from None
-    patches = pack_patches(x, spec, pixels)
+    x = _images_or_pixels(pixels, image, spec)
+    patches = pack_patches(x, spec, pixels or "--image")
     g = build_graph(spec, patches.shape[0])
     w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
     pol = Policy.for_target(tgt, m)
@@ -279,8 +276,8 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
           as_json: bool = typer.Option(False, "--json", help="print {ok, kind, violations, lines} as JSON")) -> None:
     """Independently re-verify a FIT plan, an INFEASIBLE certificate or a package against model and target
     (exit 0 holds, 1 violated or rejected, 2 an unreadable or invalid package)."""
-    from .check import check_dir
-    from .check.certificate import check_certificate
+    from .checker import check_dir
+    from .checker.certificate import check_certificate
 
     d = Path(directory)
     if d.suffix == ".ipupkg":
@@ -320,7 +317,7 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
 
 
 def _check_package(path: Path, as_json: bool = False) -> None:
-    from .check.package import check_package
+    from .checker.package import check_package
     ok, lines, why = check_package(path)
     cli_common.decided(0 if ok else 1)
     if as_json:
@@ -333,6 +330,29 @@ def _check_package(path: Path, as_json: bool = False) -> None:
         return
     out.print(f"[bold red]CHECK FAILED[/]: {why}", highlight=False)
     raise typer.Exit(1)
+
+
+@app.command("import")
+def import_model(hf: Optional[str] = typer.Option(None, "--hf", help="a Hugging Face SigLIP config.json (vision or "
+                                                 "full model), or a save directory holding one"),
+                 timm_name: Optional[str] = typer.Option(None, "--timm", help="a timm model name (vit_pe_core_*)"),
+                 name: Optional[str] = typer.Option(None, "--name", help="the model's name (default from the source)"),
+                 output: Optional[str] = typer.Option(None, "-o", "--output", help="the model YAML to write "
+                                                      "(default: print it)")) -> None:
+    """Write a model YAML from an upstream description; the file loads like models/*.yaml."""
+    from .artefacts import output_file, write_file
+    from .model import load_model
+    from .model.importers import from_hf_config, from_timm
+    if bool(hf) == bool(timm_name):
+        raise InputError("--hf/--timm", None, "give exactly one of them", "--hf config.json or --timm vit_pe_core_*")
+    dest = output_file(output, "-o", ".yaml") if output else None
+    text, nm = from_hf_config(hf, name) if hf else from_timm(timm_name, name)
+    if dest is None:
+        print(text, end="")
+        return
+    write_file(dest, text)
+    spec = load_model(dest)  # what was written loads (and says so)
+    err.print(f"wrote {dest}: {spec.name}, {spec.layers} layers, width {spec.width}, {spec.image_size} px")
 
 
 @app.command()

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
 from .cli_common import (CATALOGUE_HELP, RELAY_HELP, _batch, _catalogue, _print_verdict, _seconds, _seed,
-                         _solve_option_ranges, _target_path, app, decided, err, out, progress)
+                         _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
 from .errors import InputError
 
 
@@ -91,7 +91,9 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
 
 @app.command()
 def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
-        pixels: str = typer.Option(..., "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+        pixels: Optional[str] = typer.Option(None, "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
+        image: Optional[List[str]] = typer.Option(None, "--image", help="an image file (PNG, JPEG), preprocessed as "
+                                                  "the model declares; repeat for a batch"),
         weights: Optional[str] = typer.Option(None, "--weights", help="safetensors checkpoint (upstream naming)"),
         seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
         output: Optional[str] = typer.Option(None, "-o", "--output", help="pooled output .npy (default DIR/output.npy)"),
@@ -104,12 +106,12 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
     """Execute a package on the emulated IPU21 (exit 0; 1 when --compare finds the plan-faithful reference
     differs, or the program faults; 2 bad input or package)."""
     from .artefacts import output_file, save_npy, write_file
-    from .runner.job import load_pixels, run_package
+    from .runner.job import package_spec, run_package
 
     _seed(seed)
     dest = output_file(output or Path(package).parent / "output.npy", "-o", ".npy")
     prof = output_file(profile, "--profile") if profile else None
-    x = load_pixels(pixels)
+    x = _images_or_pixels(pixels, image, package_spec(package) if image else None)
     with progress("run") as update:
         r = run_package(package, x, weights, seed, compare, update, faithful)
     import numpy as np

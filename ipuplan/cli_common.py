@@ -250,3 +250,17 @@ def progress(label: str, every: float = 10.0):
 def _duration(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
     return f"{m} min {s} s" if m else f"{s} s"
+
+
+def _images_or_pixels(pixels: Optional[str], images: Optional[list], spec):
+    """The batch to run: a normalized float32 .npy (--pixels) or image files preprocessed as the model declares
+    (--image, repeated); exactly one of the two."""
+    if bool(pixels) == bool(images):
+        raise InputError("--pixels/--image", None, "give exactly one of them",
+                         "--pixels x.npy (normalized float32 NCHW) or --image a.png [--image b.jpg ...]")
+    if images:
+        from .model.images import load_images
+        return load_images(list(images), spec)
+    from .runner.job import load_pixels
+    return load_pixels(pixels)
+

@@ -28,6 +28,35 @@ class Precision(Enum):
     FP8 = "fp8"
 
 
+class ResizeTo(Enum):
+    SQUARE = "square"  # both sides to `resize` (transformers' SiglipImageProcessor)
+    SHORTER_SIDE = "shorter_side"  # the shorter side to `resize`, aspect kept (timm's eval transform)
+
+
+class Crop(Enum):
+    CENTER = "center"  # torchvision CenterCrop's rounding
+    TOP_LEFT = "top_left"  # the region a VALID patch convolution reads (SigLIP at 384 -> 378)
+
+
+class Interpolation(Enum):
+    BICUBIC = "bicubic"
+    BILINEAR = "bilinear"
+    NEAREST = "nearest"
+
+
+@dataclass(frozen=True)
+class Preprocess:
+    """How an image file becomes the model's normalized pixels: resize, crop to the model's image size,
+    scale to [0, 1], then (x - mean) / std per channel."""
+
+    resize: int
+    resize_to: ResizeTo
+    interpolation: Interpolation
+    crop: Crop
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+
+
 class HeadKind(Enum):
     MAP = "map"  # SigLIP multihead attention pooling
     ATTENTION_POOL = "attention_pool"  # PE latent-query pooling (+ optional projection)
@@ -55,6 +84,16 @@ _TOP = (
     Field("precision", str, "GEMM operand precision", choices=tuple(p.value for p in Precision)),
     Field("fp8_scale", int, "FP8 metadata scale s (logical = stored * 2^s)", default=-4, lo=-32, hi=32),
     Field("fuse_qkv", bool, "one fused QKV projection (and one fused pooling KV)", default=True),
+    Field("preprocess", dict, "image files to pixels: resize, resize_to, interpolation, crop, mean, std",
+          default=None),
+)
+_PREPROCESS = (
+    Field("resize", int, "resize target in pixels", lo=1, hi=8192),
+    Field("resize_to", str, "what `resize` sets", choices=tuple(r.value for r in ResizeTo)),
+    Field("interpolation", str, "resampling filter", choices=tuple(i.value for i in Interpolation)),
+    Field("crop", str, "how the resized image is cut to image.size", choices=tuple(c.value for c in Crop)),
+    Field("mean", list, "per-channel mean of the [0, 1] pixels"),
+    Field("std", list, "per-channel standard deviation of the [0, 1] pixels"),
 )
 _IMAGE = (
     Field("size", int, "square image side in pixels", lo=1, hi=8192),
@@ -97,6 +136,7 @@ class ModelSpec:
     precision: Precision
     fp8_scale: int
     fuse_qkv: bool
+    preprocess: Preprocess | None = None
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -178,6 +218,7 @@ def load_model(path: str | Path) -> ModelSpec:
     if fam is Family.SIGLIP and (top["class_token"] or top["pre_norm"] or top["rope"] != "none"):
         raise bad("family", "the siglip family has no class token, pre-norm or RoPE",
                   "use family: pe for those options")
+    pre = _preprocess(top["preprocess"], img, locs) if top["preprocess"] is not None else None
     return ModelSpec(
         name=top["model"], family=fam, image_size=img["size"], channels=img["channels"], patch=img["patch"],
         width=top["width"], layers=top["layers"], heads=top["heads"], mlp=top["mlp"],
@@ -186,5 +227,26 @@ def load_model(path: str | Path) -> ModelSpec:
         post_norm=top["post_norm"], head_kind=hk,
         head_heads=head["heads"], head_mlp=head["mlp"], head_proj=head["proj"],
         precision=Precision(top["precision"]), fp8_scale=top["fp8_scale"], fuse_qkv=top["fuse_qkv"],
-        path=str(path), locs=locs,
+        preprocess=pre, path=str(path), locs=locs,
     )
+
+
+def _preprocess(node, img: dict, locs: dict) -> Preprocess:
+    pre, pl = read_fields(node, _PREPROCESS, ModelError, "preprocess.")
+    locs.update({f"preprocess.{k}": v for k, v in pl.items()})
+    vecs = {}
+    for key in ("mean", "std"):
+        items = pre[key].value
+        vals = [i.value for i in items]
+        if len(vals) != img["channels"] or not all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   for v in vals):
+            raise ModelError(pl[key], f"preprocess.{key}", f"expected {img['channels']} numbers, got {vals!r}",
+                             "one number per image channel, e.g. [0.5, 0.5, 0.5]")
+        if key == "std" and min(vals) <= 0:
+            raise ModelError(pl[key], "preprocess.std", f"{vals!r} holds a value <= 0", "positive numbers")
+        vecs[key] = tuple(float(v) for v in vals)
+    if pre["resize"] < img["size"]:
+        raise ModelError(pl["resize"], "preprocess.resize", f"{pre['resize']} is below image.size {img['size']}",
+                         f"resize to at least {img['size']} (the crop cuts the image to image.size)")
+    return Preprocess(pre["resize"], ResizeTo(pre["resize_to"]), Interpolation(pre["interpolation"]),
+                      Crop(pre["crop"]), vecs["mean"], vecs["std"])

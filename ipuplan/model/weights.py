@@ -180,19 +180,46 @@ _FAMILIES: dict[Family, Callable[[_Native, ModelSpec], dict]] = {Family.SIGLIP: 
 _IGNORED_SUFFIXES = ("position_ids",)
 
 
+# a full SiglipModel checkpoint also holds the text tower and the contrastive scale: not the vision model's
+_SIGLIP_OTHER = ("text_model.", "logit_scale", "logit_bias")
+
+
+def _read_checkpoint(path: Path, spec: ModelSpec) -> dict[str, np.ndarray]:
+    """Every tensor of a safetensors file, or of every *.safetensors shard in a save directory (transformers'
+    `save_pretrained`); a full SigLIP checkpoint's text tower is skipped, not loaded."""
+    from safetensors import SafetensorError, safe_open
+    name = str(path)
+    if path.is_dir():
+        files = sorted(path.glob("*.safetensors"))
+        if not files:
+            raise WeightsError(Loc(name), None, "a directory without *.safetensors files",
+                               "pass a safetensors checkpoint or a save_pretrained directory")
+    else:
+        files = [path]
+    out: dict[str, np.ndarray] = {}
+    for f in files:
+        try:
+            with safe_open(str(f), "np") as st:
+                keys = list(st.keys())
+                full = spec.family is Family.SIGLIP and any(k.startswith("vision_model.") for k in keys)
+                for k in keys:
+                    if full and k.startswith(_SIGLIP_OTHER):
+                        continue
+                    if k in out:
+                        raise WeightsError(Loc(str(f)), k, "appears in two shards", "pass one model's shards")
+                    out[k] = st.get_tensor(k)
+        except FileNotFoundError:
+            raise WeightsError(Loc(str(f)), None, "no such weights file", "pass a .safetensors checkpoint") from None
+        except (SafetensorError, OSError, ValueError) as e:
+            raise WeightsError(Loc(str(f)), None, f"not a readable safetensors file ({e})",
+                               "export with safetensors.torch.save_file(model.state_dict(), path)") from None
+    return out
+
+
 def load_weights(path: str | Path, graph: Graph, spec: ModelSpec) -> dict[str, np.ndarray]:
     """Logical parameters from a safetensors checkpoint in the upstream naming of `spec.family`."""
-    from safetensors import SafetensorError
-    from safetensors.numpy import load_file
-
     name = str(path)
-    try:
-        raw = load_file(name)
-    except FileNotFoundError:
-        raise WeightsError(Loc(name), None, "no such weights file", "pass a .safetensors checkpoint") from None
-    except (SafetensorError, OSError, ValueError) as e:
-        raise WeightsError(Loc(name), None, f"not a readable safetensors file ({e})",
-                           "export with safetensors.torch.save_file(model.state_dict(), path)") from None
+    raw = _read_checkpoint(Path(path), spec)
     tensors = {k.removeprefix("vision_model.") if spec.family is Family.SIGLIP else k: v
                for k, v in raw.items() if not k.endswith(_IGNORED_SUFFIXES)}
     native = _Native(tensors, name)

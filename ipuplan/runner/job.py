@@ -39,6 +39,16 @@ def _cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
 
 
+def package_spec(package: str | Path):
+    """The model a package was built from (its carried copy, at the package's depth and precision)."""
+    from ..model import load_model
+    from ..package.archive import Archive
+    m = Archive(package).manifest
+    with sources.unpacked(package, m) as d:
+        return load_model(str(d / sources.LAYOUT["model"])).with_options(
+            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+
+
 def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = None, seed: int = 0,
                 compare: bool = False, progress: Callable[[str, int, int], None] | None = None,
                 faithful: bool = True) -> RunResult:

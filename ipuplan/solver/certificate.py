@@ -1,7 +1,7 @@
 """Turn an INFEASIBLE core into a certificate: the core's constraints as exact rows (one tile, one program
 point), then the first proof that holds of: a counting bound on one row, LP Farkas weights (scipy HiGHS,
 re-checked here with exact fractions), a z3 re-proof. `ipuplan check` re-derives and re-proves it with the
-checker's own code (ipuplan/check/certificate.py); the naming of rows and selection rules is the format."""
+checker's own code (ipuplan/checker/certificate.py); the naming of rows and selection rules is the format."""
 
 from __future__ import annotations
 

@@ -159,7 +159,7 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
 def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
     """Check the plan as it will be written; FIT only if the independent checker passes it."""
     from ..backend.placement.tiles import placement_doc
-    from ..check import check_plan
+    from ..checker import check_plan
     bodies = result.finalists or [result.plan]  # beam: the first finalist the checker accepts
     placement = placement_doc(result.problem, placed) if placed is not None else None
     for body in bodies:

@@ -16,9 +16,9 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from ..check import check_dir
+from ..checker import check_dir
 from ..errors import Unfinished
-from ..check.certificate import check_certificate
+from ..checker.certificate import check_certificate
 from ..source import load_yaml
 from .driver import Job, run_solve
 

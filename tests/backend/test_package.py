@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from ipuplan.check.package import check_package
+from ipuplan.checker.package import check_package
 from ipuplan.package.archive import PackageError, rewrite
 from ipuplan.package.io import read_package
 from ipuplan.package.validate import validate

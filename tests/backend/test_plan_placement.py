@@ -10,7 +10,7 @@ import pytest
 
 from ipuplan.backend.placement import Instance, place
 from ipuplan.backend.placement.tiles import PlanPlacement, placement_doc
-from ipuplan.check.plan import check_plan
+from ipuplan.checker.plan import check_plan
 from ipuplan.model import build_graph, load_model
 from ipuplan.solver.solve import SolveOptions, solve
 from ipuplan.target import load_target

@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ipuplan.check.package import check_package
+from ipuplan.checker.package import check_package
 from ipuplan.runner.job import run_package
 from tests.conftest import MODELS, ROOT
 from tests.tests_helpers import run_main

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from conftest import MODELS, ROOT
-from ipuplan.check.certificate import check_certificate
+from ipuplan.checker.certificate import check_certificate
 from ipuplan.formats import catalogue_digest, digest
 from tests_helpers import run_main, target_with_tiles
 
@@ -154,7 +154,7 @@ class Block:
         if name.split('.')[0] == 'ortools' or name.startswith('ipuplan.solver'):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
-from ipuplan.check.certificate import check_certificate
+from ipuplan.checker.certificate import check_certificate
 rep = check_certificate(json.load(open({str(memory_cert / 'certificate.json')!r})))
 assert rep.ok, rep.violations
 assert not [m for m in sys.modules if m.startswith(('ortools', 'ipuplan.solver'))]

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT
-from ipuplan.check import check_plan
+from ipuplan.checker import check_plan
 from tests_helpers import leaves, run_main, set_leaf
 
 SMALL = ROOT / "targets" / "small64.yaml"

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT, TARGET
-from ipuplan.check import check_plan
-from ipuplan.check.certificate import check_certificate, digest
+from ipuplan.checker import check_plan
+from ipuplan.checker.certificate import check_certificate, digest
 
 SMALL = ROOT / "targets" / "small64.yaml"
 GOLDEN = ROOT / "tests" / "golden"
@@ -207,7 +207,7 @@ def test_package_checker_imports_no_backend_code():
     """The replay reads the package format; it never loads the lowering, the catalogue or the solver."""
     import subprocess
     import sys
-    code = ("import sys, ipuplan.check.package, ipuplan.check.replay, ipuplan.package.io, ipuplan.package.validate; "
+    code = ("import sys, ipuplan.checker.package, ipuplan.checker.replay, ipuplan.package.io, ipuplan.package.validate; "
             "bad = [m for m in sys.modules if m.startswith(('ipuplan.solver', 'ipuplan.catalogue', "
             "'ipuplan.backend.lower.lower', 'ipuplan.backend.placement', 'ortools'))]; assert not bad, bad")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
@@ -216,7 +216,7 @@ def test_package_checker_imports_no_backend_code():
 def test_checker_does_not_import_the_solver():
     import subprocess
     import sys
-    code = ("import sys, ipuplan.check, ipuplan.cli; "
+    code = ("import sys, ipuplan.checker, ipuplan.cli; "
             "bad = [m for m in sys.modules if m.startswith(('ortools', 'ipuplan.solver'))]; "
             "assert not bad, bad")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

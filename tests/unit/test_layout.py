@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from ipuplan.catalogue.records import layout_record
 from ipuplan.catalogue.transport import home_layout, relay_layout
-from ipuplan.check import exchange as cx
-from ipuplan.check.geometry import tile_bytes as check_tile_bytes
+from ipuplan.checker import exchange as cx
+from ipuplan.checker.geometry import tile_bytes as check_tile_bytes
 from ipuplan.layout import ColumnWindow, Encoding, Layout, MemClass, balanced, transfers
 from ipuplan.layout.transfer import stream_transfer
 from ipuplan.target import load_target
@@ -362,7 +362,7 @@ def test_whole_row_counts_agree_with_the_checker(rows_per_group, words, a, b, ti
 
 def test_blocks_home_stages_each_block_as_one_run():
     from ipuplan.catalogue import Home, HomeKind
-    from ipuplan.check.space import home_of
+    from ipuplan.checker.space import home_of
     target = load_target(TARGET)
     tiles = 64
     # a LayerNorm vector needed whole by 40 row tiles, and a weight in 2 x 3 padded interleaved blocks x 4 replicas

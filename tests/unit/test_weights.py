@@ -65,3 +65,36 @@ def test_not_a_safetensors_file(small, tmp_path):
     p.write_bytes(b"garbage")
     with pytest.raises(WeightsError, match="not a readable safetensors file"):
         load_weights(p, g, spec)
+
+
+def test_full_siglip_checkpoint_and_save_directory(small, tmp_path):
+    """A full SiglipModel checkpoint (its text tower and logit scale beside `vision_model.*`) loads the vision
+    tower; a save_pretrained directory's shards load as one checkpoint."""
+    spec, g = small
+    t = {"vision_model." + k: v for k, v in _siglip_native(spec).items()}
+    want = load_weights(_save(tmp_path / "v.safetensors", t), g, spec)
+    full = t | {"text_model.embeddings.token_embedding.weight": np.zeros((10, 4), np.float32),
+                "logit_scale": np.zeros(1, np.float32), "logit_bias": np.zeros(1, np.float32)}
+    got = load_weights(_save(tmp_path / "full.safetensors", full), g, spec)
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    d = tmp_path / "saved"
+    d.mkdir()
+    keys = sorted(full)
+    _save(d / "model-00001-of-00002.safetensors", {k: full[k] for k in keys[::2]})
+    _save(d / "model-00002-of-00002.safetensors", {k: full[k] for k in keys[1::2]})
+    (d / "config.json").write_text("{}")
+    got = load_weights(d, g, spec)
+    assert all(np.array_equal(got[k], want[k]) for k in want)
+    with pytest.raises(WeightsError, match="without"):
+        load_weights(_empty(tmp_path), g, spec)
+
+
+def _save(path, tensors):
+    save_file(tensors, str(path))
+    return path
+
+
+def _empty(tmp_path):
+    d = tmp_path / "empty"
+    d.mkdir()
+    return d

@@ -1,7 +1,7 @@
 """Re-derive a plan's buffers from model + target + recorded choices, and verify every memory limit.
 
 Written apart from ipuplan.solver on purpose: its own schedule walk, its own per-kind buffer rules
-(ipuplan/check/rules.py), its own byte and exchange counts (ipuplan/check/geometry.py, exchange.py). Only the
+(ipuplan/checker/rules.py), its own byte and exchange counts (ipuplan/checker/geometry.py, exchange.py). Only the
 IR, the loaders and the codelets' declared figures are shared. Nothing numeric in plan.json is trusted:
 every recorded figure is recomputed and compared, every recorded value is type- and range-checked.
 """

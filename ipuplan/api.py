@@ -1,0 +1,132 @@
+"""The Python API: `solve`, `build`, `run` and `check` as the command line runs them, returning typed results;
+bad input raises the exception tree of `ipuplan.errors` (InputError and its kin), never a verdict."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .errors import InputError
+
+DEFAULT_TARGET = Path(__file__).resolve().parent.parent / "targets" / "c600.yaml"
+
+
+@dataclass(frozen=True)
+class Solved:
+    """A solve's verdict and where its artefacts are. `document` is plan.json (FIT) or verdict.json."""
+
+    verdict: str  # "FIT", "INFEASIBLE" or "UNKNOWN"
+    directory: Path
+    document: dict
+    modeled_cycles: int | None
+    ms: float | None
+    package: Path | None = None  # `build` only: DIR/model.ipupkg when FIT
+
+    @property
+    def exit_code(self) -> int:
+        return {"FIT": 0, "INFEASIBLE": 1, "UNKNOWN": 3}[self.verdict]
+
+
+@dataclass(frozen=True)
+class Checked:
+    ok: bool
+    kind: str  # "plan", "certificate" or "package"
+    violations: tuple[str, ...]
+    lines: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Ran:
+    output: np.ndarray  # the model's output for the batch (float32)
+    seconds: float
+    bit_exact: bool | None  # against the plan-faithful reference, when compare=True
+    compare: dict | None
+
+
+def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom):
+    from .catalogue import Catalogue
+    from .solver.driver import Job
+    from .solver.solve import SolveOptions
+    if not isinstance(batch, int) or not 1 <= batch <= 4096:
+        raise InputError("batch", None, f"{batch!r} is out of range", "valid: an integer 1..4096")
+    for name, v in (("effort", effort), ("time_limit", time_limit)):
+        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise InputError(name, None, f"{v!r} is not a positive number of seconds", "give seconds > 0")
+    if not isinstance(seed, int) or not 0 <= seed < 2**31:
+        raise InputError("seed", None, f"{seed!r} is out of range", "valid: 0..2147483647")
+    try:
+        cat = Catalogue(catalogue)
+    except ValueError:
+        raise InputError("catalogue", None, f"{catalogue!r} is not a catalogue",
+                         "valid: " + ", ".join(c.value for c in Catalogue)) from None
+    tpath = str(target) if target is not None else str(DEFAULT_TARGET)
+    return Job(str(model), tpath, batch, layers,
+               options=SolveOptions(batch=batch, time_limit=float(time_limit), effort=float(effort), seed=seed,
+                                    headroom=headroom, catalogue=cat))
+
+
+def _solved(result, doc, out: Path, package: Path | None = None) -> Solved:
+    c = doc.get("cycles") or {}
+    return Solved(result.verdict.value, out, doc, c.get("modeled"), c.get("ms"), package)
+
+
+def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
+          layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
+          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None) -> Solved:
+    """Plan `model` at `batch` on `target` (default the C600): FIT with a checked, placed plan, INFEASIBLE with a
+    checked certificate, or UNKNOWN; the artefacts go to `out` (default out/<model>-b<batch>)."""
+    from .artefacts import output_dir
+    from .solver.driver import run_solve
+    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom)
+    d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
+    result, doc = run_solve(job, d, progress)
+    return _solved(result, doc, d)
+
+
+def build(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
+          layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
+          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None) -> Solved:
+    """`solve`, then lower a FIT to `out/model.ipupkg` (validated); `package` is None for other verdicts."""
+    from .artefacts import output_dir
+    from .package.build import run_build
+    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom)
+    d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
+    result, doc, summary = run_build(job, d, progress)
+    return _solved(result, doc, d, Path(summary["file"]) if summary else None)
+
+
+def run(package: str | Path, pixels: np.ndarray | str | Path, weights: str | None = None, seed: int = 0,
+        compare: bool = False) -> Ran:
+    """Execute a package on the emulator: `pixels` normalized float32 [batch, channels, size, size] (an array or
+    a .npy path); `weights` a safetensors checkpoint (default seeded random weights)."""
+    from .runner.job import load_pixels, run_package
+    px = load_pixels(str(pixels)) if isinstance(pixels, (str, Path)) else np.asarray(pixels)
+    r = run_package(package, px, weights, seed, compare)
+    pf = (r.compare or {}).get("plan_faithful") if compare else None
+    return Ran(r.output, r.seconds, pf["bit_exact"] if pf else None, r.compare)
+
+
+def check(path: str | Path) -> Checked:
+    """Independently re-verify a solve directory (its plan and placement, or its certificate) or a package."""
+    from .checker import check_dir
+    from .checker.certificate import check_certificate
+    from .checker.package import check_package
+    p = Path(path)
+    if p.suffix == ".ipupkg":
+        ok, lines, why = check_package(p)
+        return Checked(ok, "package", () if ok else (why,), tuple(lines))
+    if not (p / "plan.json").exists() and (p / "certificate.json").exists():
+        try:
+            cert = json.loads((p / "certificate.json").read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise InputError(str(p / "certificate.json"), None, f"not a readable certificate ({e})",
+                             "pass a directory ipuplan solve wrote") from None
+        rep, kind = check_certificate(cert, base=p), "certificate"
+    else:
+        rep, kind = check_dir(p), "plan"
+    return Checked(rep.ok, kind, tuple(rep.violations), tuple(rep.lines))

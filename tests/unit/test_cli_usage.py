@@ -1,0 +1,158 @@
+"""The command line as a newcomer meets it: every usage error is one line on stderr and exit 2, never a
+traceback; output paths are refused before any work; --version, --json, a broken pipe and Ctrl-C behave."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import MODELS, ROOT
+
+SMALL = ROOT / "targets" / "small64.yaml"
+VS = MODELS / "vit-small.yaml"
+
+
+def _one_line(r) -> None:
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert len(lines) == 1 and "Traceback" not in r.err + r.out, r.err
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """A vit-small b2 build on 64 tiles (plan, placement, package) and matching pixels."""
+    from tests.tests_helpers import run_main
+    d = tmp_path_factory.mktemp("usage")
+    assert run_main("build", VS, "--target", SMALL, "--batch", "2", "-o", d / "out") == 0
+    np.save(d / "x.npy", np.zeros((2, 3, 28, 28), np.float32))
+    return d
+
+
+@pytest.mark.parametrize("args", [
+    ["frobnicate"],
+    ["show", str(VS), "--bogus"],
+    ["solve"],
+    ["show", str(VS), "--batch", "abc"],
+    ["solve", str(VS), "--time-limit", "nan"],
+    ["solve", str(VS), "--time-limit", "inf"],
+    ["solve", str(VS), "--seed", "-1"],
+    ["solve", str(VS), "--catalogue", "wide"],
+    ["sweep", str(VS), "--layers", "0,full"],
+])
+def test_usage_errors_are_one_line_exit_2(cli, args):
+    _one_line(cli(*args))
+
+
+def test_bare_command_prints_help_exit_2(cli):
+    r = cli()
+    assert r.code == 2 and "Usage" in r.out + r.err and "Traceback" not in r.err
+
+
+def test_version(cli):
+    import ipuplan
+    r = cli("--version")
+    assert r.code == 0 and ipuplan.__version__ in r.out
+
+
+def test_run_without_pixels(cli, solved):
+    _one_line(cli("run", solved / "out" / "model.ipupkg"))
+
+
+@pytest.mark.parametrize("flag", ["-o", "--profile"])
+def test_run_output_paths_checked_first(cli, solved, tmp_path, flag):
+    args = ["run", solved / "out" / "model.ipupkg", "--pixels", solved / "x.npy"]
+    _one_line(cli(*args, flag, tmp_path))  # a directory
+    if flag == "-o":
+        _one_line(cli(*args, "-o", tmp_path / "o2.txt"))  # numpy would write o2.txt.npy
+        assert not (tmp_path / "o2.txt").exists() and not (tmp_path / "o2.txt.npy").exists()
+
+
+def test_run_seed_and_pixel_dtype(cli, solved, tmp_path):
+    pkg = solved / "out" / "model.ipupkg"
+    _one_line(cli("run", pkg, "--pixels", solved / "x.npy", "--seed", "-1"))
+    for dt in (np.float64, np.float16):
+        np.save(tmp_path / "p.npy", np.zeros((2, 3, 28, 28), dt))
+        _one_line(cli("run", pkg, "--pixels", tmp_path / "p.npy"))
+
+
+def test_solve_output_that_is_a_file_is_refused_before_solving(cli, tmp_path):
+    f = tmp_path / "plan"
+    f.write_text("keep")
+    t0 = time.perf_counter()
+    r = cli("solve", VS, "--target", SMALL, "--batch", "2", "-o", f)
+    _one_line(r)
+    assert f.read_text() == "keep" and time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("cmd", [["solve", str(VS), "--target", str(SMALL)], ["sweep", str(VS), "--batch", "1"]])
+def test_unwritable_or_file_outputs(cli, tmp_path, cmd):
+    _one_line(cli(*cmd, "-o", "/proc/nope/out"))
+    f = tmp_path / "file"
+    f.write_text("x")
+    _one_line(cli(*cmd, "-o", f))
+
+
+def test_report_into_a_directory_is_refused(cli, solved, tmp_path):
+    _one_line(cli("report", solved / "out", "-o", tmp_path))
+
+
+def test_explain_on_a_truncated_plan(cli, solved, tmp_path):
+    import shutil
+    d = tmp_path / "cut"
+    shutil.copytree(solved / "out", d)
+    raw = (d / "plan.json").read_bytes()
+    (d / "plan.json").write_bytes(raw[: len(raw) // 2])
+    _one_line(cli("explain", d))
+
+
+def test_json_on_check_and_run(cli, solved):
+    r = cli("check", solved / "out" / "model.ipupkg", "--json")
+    assert r.code == 0 and json.loads(r.out)["ok"] is True
+    r = cli("run", solved / "out" / "model.ipupkg", "--pixels", solved / "x.npy", "--json")
+    assert r.code == 0 and "output" in json.loads(r.out)
+
+
+def test_copied_solve_directory_checks_and_explains_elsewhere(solved, tmp_path):
+    """A solve directory carries its inputs: copied elsewhere, `check` and `explain` run from an unrelated
+    directory without the original model file."""
+    import shutil
+    d = tmp_path / "copy"
+    shutil.copytree(solved / "out", d)
+    for cmd in (["check", str(d)], ["explain", str(d)]):
+        r = subprocess.run([sys.executable, "-m", "ipuplan.cli", *cmd], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_broken_pipe_is_quiet_and_keeps_the_verdict_code(tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "ipuplan.cli", "solve", str(VS), "--target", str(SMALL), "--batch", "2",
+                          "-o", str(tmp_path / "o")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    p.stdout.readline()
+    p.stdout.close()  # as `| head -1` does
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=300) == 0 and "Traceback" not in err and "Broken pipe" not in err
+
+
+def test_ctrl_c_is_interrupted_and_keeps_the_previous_plan(tmp_path):
+    out = tmp_path / "o"
+    subprocess.run([sys.executable, "-m", "ipuplan.cli", "solve", str(VS), "--target", str(SMALL), "--batch", "2",
+                    "-o", str(out)], check=True, capture_output=True, cwd=ROOT)
+    before = (out / "plan.json").read_bytes()
+    p = subprocess.Popen([sys.executable, "-m", "ipuplan.cli", "solve", str(MODELS / "siglip.yaml"), "--batch", "2",
+                          "--layers", "2", "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until the search runs (its first progress line, on stderr)
+        line = p.stderr.readline().decode()
+        if "cycles" in line or not line:
+            break
+    p.send_signal(signal.SIGINT)
+    rest = p.communicate(timeout=120)
+    assert p.returncode == 130, rest
+    assert "interrupted" in (rest[0] + rest[1]).decode() and "Traceback" not in rest[1].decode()
+    assert (out / "plan.json").read_bytes() == before
+    assert not list(out.glob(".ipuplan-staging-*"))
