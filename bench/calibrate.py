@@ -1,9 +1,10 @@
 """Modeled cycles against the seeds' hardware measurements (docs/SOURCES.md): kernels, then whole models.
 
-Usage: python bench/calibrate.py [--out bench/out/calibrate] [--kernels-only]
+Usage: python bench/calibrate.py [--out bench/out/calibrate] [--kernels-only] [--catalogue grid|shaped]
 Kernels: the codelets' cost formulas (ipuplan/codelets) on the shape each measurement used, with the ratio
 and whether the measurement set a constant ("fit": ratio 1 by construction) or is held out. Whole models: one
-`ipuplan solve` process per case; the measured figure (cycles at 1.5 GHz), our modeled cycles with the
+`ipuplan solve --catalogue grid` process per case (the plan family the seeds ran; `--catalogue shaped` prices
+the default space instead); the measured figure (cycles at 1.5 GHz), our modeled cycles with the
 compute / exchange / sync split, and the ratio modeled / measured. Our plans are not the seeds' plans: a ratio
 away from 1 is either a missing or wrong cost or a different plan (docs/COSTS.md discusses each).
 """
@@ -60,6 +61,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="bench/out/calibrate")
     ap.add_argument("--kernels-only", action="store_true")
+    ap.add_argument("--catalogue", default="grid", choices=("grid", "shaped"),
+                    help="the implementation space whole models are priced in: grid (default), the plan family the "
+                         "seeds ran (homes spread, grids screened by bytes), or shaped (ipuplan's default)")
     a = ap.parse_args()
     print(f"{datetime.date.today()} · {platform.machine()} · {os.cpu_count()} cores · python bench/calibrate.py\n")
     kernels()
@@ -71,7 +75,7 @@ def main() -> None:
     for m, b, layers, measured, src in CASES:
         d = Path(a.out) / f"{m}-b{b}-l{layers}"
         rc = subprocess.run(["ipuplan", "solve", f"models/{m}.yaml", "--batch", str(b), "--layers", str(layers),
-                             "-o", str(d)], capture_output=True).returncode
+                             "--catalogue", a.catalogue, "-o", str(d)], capture_output=True).returncode
         if rc != 0:
             print(f"| {m} b{b} {layers} layers | {measured:,} | (exit {rc}) | | | | | {src} |")
             continue

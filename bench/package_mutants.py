@@ -165,6 +165,18 @@ def gemm_scale(man, arrays):
     _param(man, arrays, "AmpGemmF16", 0, lambda c: c - 3)
 
 
+def gemm_partials_flag(man, arrays):
+    _param(man, arrays, "AmpGemmF16", 1, lambda c: 1 - c)
+
+
+def reduce_last_flag(man, arrays):
+    _param(man, arrays, "ReducePartialsF32", 0, lambda c: 1 - c)
+
+
+def attention_mode_flag(man, arrays):
+    _param(man, arrays, "AttentionStreamingF16", 1, lambda c: 1 - c)
+
+
 def binding_scale(man, arrays):
     man["bindings"][0]["scale"] = 3
 
@@ -279,6 +291,9 @@ MUTANTS = [
     ("vertex parameter", "the attention scale", attention_scale),
     ("vertex parameter", "a GEMM's operand dtype code (F16 read as F143)", gemm_dtype),
     ("vertex parameter", "a GEMM's output scale", gemm_scale),
+    ("vertex parameter", "a GEMM's partial-sums flag flipped", gemm_partials_flag),
+    ("vertex parameter", "a reduction round's last-round flag flipped", reduce_last_flag),
+    ("vertex parameter", "attention's streaming flag flipped", attention_mode_flag),
     ("binding", "a binding's scale", binding_scale),
     ("binding", "a binding's dtype", binding_dtype),
     ("binding", "the output binding's element order (two slabs swapped)", output_order),

@@ -1,5 +1,6 @@
 """The report for SigLIP So400m b2: size and time to generate, time to first render in the system Chromium, and
-the screenshot the README shows.
+the screenshot the README shows; then one screenshot of each other page kind for docs/REPORT.md (a build with a
+run profile, an INFEASIBLE verdict, a sweep), all on vit-small and 64 tiles.
 
 Usage: python bench/report.py [--dir bench/out/report-siglip-b2] [--screenshot docs/report-siglip-b2.png]
 Solves `models/siglip.yaml --batch 2` into DIR unless DIR already holds a plan, then `ipuplan report DIR`, then
@@ -45,6 +46,33 @@ def main() -> None:
         b.close()
     print(f"| report | bytes | generate s (process) | first render s (Chromium) |\n|---|---:|---:|---:|\n"
           f"| SigLIP So400m b2, 27 layers | {size:,} | {gen:.1f} | {first:.2f} |\n\nscreenshot: {a.screenshot}")
+    kinds(Path("bench/out/report-kinds"))
+
+
+def kinds(root: Path) -> None:
+    """docs/report-{run,infeasible,sweep}.png: the other page kinds, on vit-small and 64 tiles."""
+    import numpy as np
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    vs, small = "models/vit-small.yaml", "targets/small64.yaml"
+    run = lambda *args: subprocess.run(["ipuplan", *map(str, args)], capture_output=True)  # noqa: E731
+    run("build", vs, "--target", small, "--batch", "2", "-o", root / "run")
+    np.save(root / "x.npy", np.random.default_rng(0).standard_normal((2, 3, 28, 28)).astype(np.float32))
+    run("run", root / "run" / "model.ipupkg", "--pixels", root / "x.npy", "--profile", root / "run" / "profile.json")
+    run("solve", vs, "--target", small, "--batch", "2", "--headroom", "600000", "-o", root / "infeasible")
+    run("sweep", vs, "--target", small, "--batch", "1,2,4", "--layers", "1,2", "-o", root / "sweep")
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
+        for kind in ("run", "infeasible", "sweep"):
+            run("report", root / kind, "-o", root / kind / "report.html")
+            page = b.new_page(viewport={"width": 1040, "height": 1250})
+            page.goto((root / kind / "report.html").resolve().as_uri())
+            page.wait_for_selector("body[data-rendered='1']")
+            page.screenshot(path=f"docs/report-{kind}.png", clip={"x": 0, "y": 0, "width": 1040, "height": 1250})
+            page.close()
+            print(f"screenshot: docs/report-{kind}.png")
+        b.close()
 
 
 if __name__ == "__main__":

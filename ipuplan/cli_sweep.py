@@ -60,6 +60,8 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
 @app.command()
 def report(directory: str = typer.Argument(..., help="a solve, build or run directory"),
            output: Optional[str] = typer.Option(None, "-o", "--output", help="HTML file (default DIR/report.html)"),
+           scale: str = typer.Option("auto", "--scale", help="memory colour scale: auto (the fullest cell) or fixed "
+                                     "(the tile's capacity); the page can switch"),
            as_json: bool = typer.Option(False, "--json", help="print what was written as JSON")) -> None:
     """Write one self-contained HTML page: memory, placement, exchange, time, and why not when INFEASIBLE."""
     import time
@@ -67,9 +69,11 @@ def report(directory: str = typer.Argument(..., help="a solve, build or run dire
     from .artefacts import output_file, write_file
     from .report import render
 
+    if scale not in ("auto", "fixed"):
+        raise InputError("--scale", None, f"{scale!r} is not a scale", "valid: auto, fixed")
     dest = output_file(output or Path(directory) / "report.html", "-o")
     t0 = time.perf_counter()
-    html = render(directory)
+    html = render(directory, scale)
     write_file(dest, html)
     if as_json:
         print(json.dumps({"output": str(dest), "bytes": len(html.encode()), "seconds": round(time.perf_counter() - t0,

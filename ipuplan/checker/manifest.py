@@ -62,6 +62,7 @@ def _identity(m, plan, graph, prog, target) -> None:
 
 
 def _target(m, t) -> None:
+    # derived here from the target, not taken from the package writer's projection (package/io.target_record)
     mm = t.memory_map
     want = {"name": t.name, "tiles": t.tiles, "base": mm.base, "region0_end": mm.executable_limit,
             "loadable_end": mm.base + t.usable_bytes, "region0_element_bytes": t.region0_element_bytes,
@@ -239,18 +240,32 @@ def _ops(graph) -> dict:
     return out
 
 
+def _choice(plan, s) -> dict:
+    c = plan["choices"].get(s.op)
+    if not isinstance(c, dict):
+        raise Mismatch(f"step {s.step} ({s.op} {s.name}): the plan has no choice for op {s.op}")
+    return c
+
+
+def _rounds(pk: int) -> int:
+    return max(0, (int(pk) - 1).bit_length())
+
+
 def _gemm(op, g, s, plan):
     a = op.attrs
     x, w = g.value(op.inputs[0]), g.value(op.inputs[1])
-    return {0: a.x_scale + a.w_scale, 2: DTYPE_CODE[x.dtype.short], 3: DTYPE_CODE[w.dtype.short]}
+    partial = int(_choice(plan, s)["pk"]) > 1  # k split over tiles: F32 partials, then reduction rounds
+    return {0: a.x_scale + a.w_scale, 1: int(partial), 2: DTYPE_CODE[x.dtype.short], 3: DTYPE_CODE[w.dtype.short]}
 
 
 def _reduce(op, g, s, plan):
-    return {1: op.attrs.x_scale + op.attrs.w_scale}
+    last = s.name == f"reduce round {_rounds(_choice(plan, s)['pk'])}"  # only the last round writes the output
+    return {0: int(last), 1: op.attrs.x_scale + op.attrs.w_scale}
 
 
 def _layernorm(op, g, s, plan):
-    return {0: _f32_bits(op.attrs.eps), 1: g.value(op.inputs[0]).shape[-1]}
+    return {0: _f32_bits(op.attrs.eps), 1: g.value(op.inputs[0]).shape[-1],
+            2: int(_choice(plan, s)["output"]["pc"])}
 
 
 def _gelu(op, g, s, plan):
@@ -264,7 +279,9 @@ def _cast(op, g, s, plan):
 
 def _attention(op, g, s, plan):
     from ..codelets.attention import STREAM_PANEL
-    return {0: _f32_bits(op.attrs.scale), 3: STREAM_PANEL}
+    c = _choice(plan, s)
+    return {0: _f32_bits(op.attrs.scale), 1: int(c["mode"] == "streaming"), 2: int(int(c["key_splits"]) > 1),
+            3: STREAM_PANEL}
 
 
 # codelet -> (the op kinds it implements, the parameter words its op implies)
@@ -290,6 +307,10 @@ def _params(s, ops, plan) -> None:
         op, g = hit
         if op.kind not in kinds:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} does not implement a {op.kind.value} op")
+        if v.codelet in (cl.attention.STREAMING.name, cl.attention.MATERIALIZED.name):
+            want = cl.attention.STREAMING if _choice(plan, s)["mode"] == "streaming" else cl.attention.MATERIALIZED
+            if v.codelet != want.name:
+                raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan chose {want.name}")
         if v.codelet in (cl.gemm.GEMM[False].name, cl.gemm.GEMM[True].name):
             fp8 = g.value(op.inputs[0]).dtype.is_fp8
             if v.codelet != cl.gemm.GEMM[fp8].name:

@@ -11,8 +11,12 @@ from .data import collect
 _HERE = Path(__file__).parent
 
 
-def render(directory: str | Path) -> str:
-    data = json.dumps(collect(directory), separators=(",", ":")).replace("</", "<\\/")
+def render(directory: str | Path, scale: str = "auto") -> str:
+    """The page; `scale` is the memory heat map's initial colour scale: "auto" (the fullest cell) or "fixed"
+    (the tile's capacity)."""
+    doc = collect(directory)
+    doc["options"] = {"scale": scale}
+    data = json.dumps(doc, separators=(",", ":")).replace("</", "<\\/")
     page = (_HERE / "page.html").read_text()
     return page.replace("__SCRIPT__", (_HERE / "page.js").read_text()).replace("__DATA__", data)
 

@@ -160,6 +160,7 @@ def collect(directory: str | Path) -> dict:
     if doc.get("verdict") == "INFEASIBLE":
         cert = _read(d / "certificate.json") or {}
         out["infeasible"] = {"headline": doc.get("headline"), "core": doc.get("core"), "machine": doc.get("machine"),
+                             "explanation": (doc.get("core") or {}).get("explanation"),
                              "kind": cert.get("kind"), "rows": cert.get("rows", [])[:12],
                              "what_if": {p.stem: _read(p) for p in sorted((d / "what-if").glob("*.json"))}}
     if doc.get("verdict") == "UNKNOWN":

@@ -176,6 +176,7 @@ def what_if(directory: Path, kind: str, report=None) -> dict:
     doc = json.loads((directory / name).read_text())
     job = job_from_doc(doc, directory)
     out = directory / "what-if"
+    out.mkdir(parents=True, exist_ok=True)
     result = memory(job, doc, out, report) if kind == "memory" else search(job, kind, out, report)
     (out / f"{kind}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

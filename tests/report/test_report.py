@@ -93,7 +93,16 @@ def test_browser_tooltips_and_placement(which, request, tmp_path):
         page.hover("#place", position={"x": 450, "y": 500})
         assert "[0x" in page.inner_text("#tip") or page.inner_text("#tip")
         page.select_option("#region", "region1")
-        assert "region1" in page.inner_text("#heatnote")
+        assert "region1" in page.inner_text("#heatscale") and "auto: the fullest cell" in page.inner_text("#heatscale")
+        page.select_option("#scale", "fixed")
+        assert "fixed at the tile's capacity" in page.inner_text("#heatscale")
+        # the axes and the colour bar are drawn beside the map: tick labels left of it, the bar right of it
+        inked = page.evaluate("""() => { const c = document.getElementById('heataxes').getContext('2d');
+            const ink = (x, y, w, h) => c.getImageData(x, y, w, h).data.some((v, i) => i % 4 === 3 && v > 0);
+            return [ink(0, 10, 66, 430), ink(70, 442, 820, 40), ink(910, 10, 20, 430)]; }""")
+        assert inked == [True, True, True]
+        for legend in ("#placelegend", "#xlegend", "#tlegend"):
+            assert page.is_visible(legend)
         page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
         assert (tmp_path / "report.png").stat().st_size > 20_000 and not errors
     finally:
@@ -106,6 +115,12 @@ def test_browser_infeasible_shows_the_certificate(infeasible):
     pw, b, page, errors = _open(infeasible / "report.html")
     try:
         assert page.is_visible("#infeasible") and "memory[" in page.inner_text("#irows") and not errors
+        head = page.inner_text("#ihead")
+        assert re.search(r"lacks [\d,]+ B on tile \d+ at \S+", head), head
+        # the page leads with it: the explanation comes before the memory section
+        assert page.evaluate("() => document.getElementById('infeasible').compareDocumentPosition("
+                             "document.getElementById('memory')) & Node.DOCUMENT_POSITION_FOLLOWING")
+        assert page.locator("#ilive tr").count() > 0 and page.locator("#ialt li").count() > 0
     finally:
         b.close()
         pw.stop()

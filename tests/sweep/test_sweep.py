@@ -44,6 +44,10 @@ def test_a_second_run_resumes(swept, cli):
     r = cli("sweep", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "1,2", "--set", "headroom=0,600000",
             "--workers", "2", "-o", d)
     assert r.code == 0 and "4 cases (4 resumed), 0 failed" in r.out
+    # piped (not a terminal), the table is not wrapped: each case's row holds its model, batch and verdict
+    import re
+    rows = [ln for ln in r.out.splitlines() if "vit-small" in ln]
+    assert len(rows) == 4 and all(re.search(r"vit-small.*small64.*headroom=\d+.*(FIT|INFEASIBLE)", ln) for ln in rows)
     assert {p: p.stat().st_mtime for p in (d / "cases").glob("*/case.json")} == before
 
 

@@ -41,6 +41,7 @@ def solved(tmp_path_factory):
     ["show", str(VS), "--batch", "abc"],
     ["solve", str(VS), "--time-limit", "nan"],
     ["solve", str(VS), "--time-limit", "inf"],
+    ["solve", str(VS), "--effort", "nan"],
     ["solve", str(VS), "--seed", "-1"],
     ["solve", str(VS), "--catalogue", "wide"],
     ["sweep", str(VS), "--layers", "0,full"],
@@ -156,3 +157,35 @@ def test_ctrl_c_is_interrupted_and_keeps_the_previous_plan(tmp_path):
     assert "interrupted" in (rest[0] + rest[1]).decode() and "Traceback" not in rest[1].decode()
     assert (out / "plan.json").read_bytes() == before
     assert not list(out.glob(".ipuplan-staging-*"))
+
+
+def test_progress_is_periodic_lines_when_not_a_terminal(capsys, monkeypatch):
+    """Off a terminal, progress is a line at most every `every` seconds and one at the end, with the figures."""
+    from rich.console import Console
+
+    from ipuplan import cli_common
+    monkeypatch.setattr(cli_common, "err", Console(stderr=True, force_terminal=False))
+    import itertools
+    clock = itertools.count(0.0, 0.4)  # every reading of the clock 0.4 s later
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    with cli_common.progress("run", every=1.0) as update:
+        for i in range(1, 5):
+            update(f"superstep {i}", i, 4)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("run: ")]
+    assert len(lines) >= 2 and "4/4 (100%)" in lines[-1] and "elapsed" in lines[0]
+
+
+def test_solve_prints_the_final_bound(cli, tmp_path):
+    r = cli("solve", VS, "--target", SMALL, "--batch", "2", "-o", tmp_path / "o")
+    doc = json.loads((tmp_path / "o" / "plan.json").read_text())
+    bound = f"{doc['cycles']['best_bound']:,}"
+    assert r.code == 0 and f"no plan is faster than {bound}" in r.out
+
+
+def test_what_if_memory_on_an_exchange_limited_case_says_so(cli, tmp_path):
+    out = tmp_path / "tb"
+    assert cli("solve", VS, "--batch", "2", "--target", SMALL, "--exchange-table-budget", "64", "-o", out).code == 1
+    r = cli("explain", out, "--what-if", "memory", "--json")
+    w = json.loads(r.out)["what_if"]
+    assert w.get("limited_by") == "exchange" and "more SRAM per tile alone does not make it fit" in w["note"]
+    assert "confirmed" not in json.dumps(w)
