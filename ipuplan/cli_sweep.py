@@ -48,7 +48,10 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
                   f"{r['modeled_ms']:.3f}" if r.get("modeled_ms") else "",
                   f"{r['slack_bytes']:,}" if r.get("slack_bytes") is not None else "",
                   {True: "yes", False: "[red]NO[/]", None: ""}[r.get("checked")], f"{r.get('solve_seconds', 0):.0f}")
-    out.print(t, width=max(out.width, 150) if out.is_terminal else 400)
+    if out.is_terminal:
+        out.print(t, width=max(out.width, 150))
+    else:  # rich renders no wider than its console (80 columns on a pipe): a wide console for whole lines
+        type(out)(soft_wrap=True, width=400).print(t)
     resumed = sum(1 for r in records if r.get("resumed"))
     failed = [r for r in records if r["status"] != "done"]
     out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "

@@ -16,13 +16,17 @@ function niceTicks(max, n) {
   for (let v = 0; v <= max * (1 + 1e-9); v += step) out.push(v);
   return out;
 }
+// ticks at round numbers of KiB (or MiB) for byte axes, round numbers otherwise
+function byteTicks(max, n) { const u = max >= 4 * 1048576 ? 1048576 : 1024; return niceTicks(max / u, n).map(v => v * u); }
+const decimals = (ticks) => ticks.length > 1 ? Math.max(0, -Math.floor(Math.log10(ticks[1] - ticks[0]) + 1e-9)) : 0;
 // axes on a canvas around the plot box {l, t, w, h}: ticks, tick labels and axis titles
 function axes(ctx, box, xmax, ymax, xlabel, ylabel, xfmt, yfmt, xticks) {
   ctx.save(); ctx.strokeStyle = "#333"; ctx.fillStyle = "#333"; ctx.font = "11px system-ui, sans-serif";
   ctx.beginPath(); ctx.moveTo(box.l, box.t); ctx.lineTo(box.l, box.t + box.h); ctx.lineTo(box.l + box.w, box.t + box.h); ctx.stroke();
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
-  for (const v of niceTicks(ymax, 5)) { const y = box.t + box.h - v / ymax * box.h;
-    ctx.beginPath(); ctx.moveTo(box.l - 4, y); ctx.lineTo(box.l, y); ctx.stroke(); ctx.fillText(yfmt(v), box.l - 6, y); }
+  const yt = yfmt === kib ? byteTicks(ymax, 5) : niceTicks(ymax, 5), yd = decimals(yt);
+  for (const v of yt) { const y = box.t + box.h - v / ymax * box.h;
+    ctx.beginPath(); ctx.moveTo(box.l - 4, y); ctx.lineTo(box.l, y); ctx.stroke(); ctx.fillText(yfmt(v, yd), box.l - 6, y); }
   ctx.textAlign = "center"; ctx.textBaseline = "top";
   for (const v of (xticks || niceTicks(xmax, 8))) { const x = box.l + v / Math.max(xmax, 1e-9) * box.w;
     ctx.beginPath(); ctx.moveTo(x, box.t + box.h); ctx.lineTo(x, box.t + box.h + 4); ctx.stroke(); ctx.fillText(xfmt(v), x, box.t + box.h + 6); }
@@ -85,7 +89,7 @@ function drawHeat() {
   for (let y = 0; y < box.h; y++) { const rgb = rampAt(1 - y / box.h); ax.fillStyle = `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`; ax.fillRect(bx, box.t + y, bw, 1); }
   ax.strokeStyle = "#333"; ax.strokeRect(bx, box.t, bw, box.h); ax.fillStyle = "#333"; ax.font = "11px system-ui, sans-serif";
   ax.textAlign = "left"; ax.textBaseline = "middle";
-  for (const v of niceTicks(top, 5)) { const y = box.t + box.h - v / top * box.h; ax.fillText(kib(v), bx + bw + 4, y); }
+  for (const v of byteTicks(top, 5)) { const y = box.t + box.h - v / top * box.h; ax.fillText(kib(v), bx + bw + 4, y); }
   $("heatscale").textContent = `colour: live bytes of ${region}, 0 B (dark) to ${kib(top)} (yellow), ` +
     (scaleMode === "fixed" ? `fixed at the tile's capacity (${fmt(cap)} B)` : `auto: the fullest cell (${fmt(max)} B of ${fmt(cap)} B capacity)`);
   $("heatnote").textContent = `${T} tiles (down) × ${S} steps (right). Hover for a cell, click for the tile's address map.`;
@@ -212,7 +216,7 @@ function drawSweep() {
   const box = { l: 70, t: 10, w: 860, h: 250 };
   const pts = W.rows.map(r => W.batches.map(b => (r.cases[String(b)] || {}).modeled_ms || null));
   const max = Math.max(1e-9, ...pts.flat().filter(x => x)), nb = Math.max(1, W.batches.length - 1), x = (i) => box.l + i * box.w / nb;
-  axes(ctx, box, nb, max, "batch", "modeled latency (ms)", (i) => "b" + W.batches[Math.round(i)], (v) => v.toFixed(1),
+  axes(ctx, box, nb, max, "batch", "modeled latency (ms)", (i) => "b" + W.batches[Math.round(i)], (v, d) => v.toFixed(d),
        W.batches.map((_, i) => i));
   const lg = $("slegend"); lg.innerHTML = "";
   W.rows.forEach((r, k) => { const sp = el("span"); const sw = el("i"); sw.style.background = hue(k); sp.appendChild(sw);

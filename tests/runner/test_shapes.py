@@ -36,6 +36,8 @@ def _model(base: str, edits: dict) -> str:
         if key in ("size", "head_heads", "head_mlp"):  # indented fields of image: and head:
             field = {"size": "size", "head_heads": "heads", "head_mlp": "mlp"}[key]
             text = re.sub(rf"(?m)^  {field}: \S+", f"  {field}: {value}", text)
+            if key == "size":  # image files are resized to the new size
+                text = re.sub(r"(?m)^  resize: \S+", f"  resize: {value}", text)
         else:
             text = re.sub(rf"(?m)^{key}: \S+", f"{key}: {value}", text)
     return text
