@@ -80,7 +80,7 @@ def largest_batch(model: str, catalogue: str, out: Path) -> str:
         return f"failed (exit {r.returncode}): {r.stderr.strip().splitlines()[-1:] if r.stderr else ''}"
     probes = ", ".join(f"{k}={v}" for k, v in w.get("probes", {}).items())
     return (f"{w.get('largest_fit')} ({w.get('fit_evidence')}); smallest INFEASIBLE {w.get('smallest_infeasible')} "
-            f"({w.get('infeasible_evidence')}); probes {probes}; {wall:.0f} s")
+            f"({w.get('infeasible_evidence')}); unknown {w.get('unknown') or 'none'}; probes {probes}; {wall:.0f} s")
 
 
 def main() -> None:

@@ -36,13 +36,13 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
     with sync_playwright() as pw:
         b = pw.chromium.launch(executable_path=shutil.which("chromium"), args=["--no-sandbox"])
-        page = b.new_page(viewport={"width": 1000, "height": 1250})
+        page = b.new_page(viewport={"width": 1040, "height": 1250})
         t = time.perf_counter()
         page.goto((d / "report.html").resolve().as_uri())
         page.wait_for_selector("body[data-rendered='1']")
         first = time.perf_counter() - t
         page.hover("#heat", position={"x": 420, "y": 210})
-        page.screenshot(path=a.screenshot, clip={"x": 0, "y": 0, "width": 1000, "height": 1250})
+        page.screenshot(path=a.screenshot, clip={"x": 0, "y": 0, "width": 1040, "height": 1250})
         b.close()
     print(f"| report | bytes | generate s (process) | first render s (Chromium) |\n|---|---:|---:|---:|\n"
           f"| SigLIP So400m b2, 27 layers | {size:,} | {gen:.1f} | {first:.2f} |\n\nscreenshot: {a.screenshot}")

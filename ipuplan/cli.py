@@ -268,6 +268,11 @@ def _print_what_if(r: dict) -> None:
     out.print(f"what-if {r['kind']}: largest FIT {r['largest_fit']} ({r.get('fit_evidence')}), smallest INFEASIBLE "
               f"{r['smallest_infeasible']} ({r.get('infeasible_evidence')}); probes: "
               f"{', '.join(f'{k}={v}' for k, v in r['probes'].items())}", highlight=False)
+    if r.get("unknown"):
+        hi = r["smallest_infeasible"]
+        out.print(f"  not proven either way: {r['kind']} {', '.join(map(str, r['unknown']))} (UNKNOWN: no plan found and "
+                  f"no independent proof within the effort); the largest FIT is {r['largest_fit'] or 0} or more"
+                  + (f", less than {hi}" if hi else ""), highlight=False)
 
 
 @app.command()

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Callable
 
 from ..checker import check_dir
-from ..errors import Unfinished
 from ..checker.certificate import check_certificate
 from ..source import load_yaml
 from .driver import Job, run_solve
@@ -60,7 +59,8 @@ def _verify(d: Path, doc: dict) -> str:
     return f"certificate checked ({cert['kind']})"
 
 
-def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -> bool:
+def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -> bool | None:
+    """True FIT, False INFEASIBLE (each independently checked), None UNKNOWN (no plan and no proof)."""
     j = dataclasses.replace(job, batch=value if kind == "batch" else job.batch,
                             layers=value if kind == "layers" else job.layers,
                             options=dataclasses.replace(job.options, batch=value if kind == "batch" else job.batch,
@@ -68,52 +68,65 @@ def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -
     d = out / f"{kind}-{value}"
     res, doc = run_solve(j, d)
     if doc["verdict"] == "UNKNOWN":
-        raise Unfinished(f"what-if {kind} {value}: UNKNOWN ({doc['unknown']['reason']})")
+        evidence[value] = f"UNKNOWN: {doc['unknown']['reason']}"
+        if report:
+            report(f"{kind} {value}: UNKNOWN")
+        return None
     evidence[value] = _verify(d, doc)
     if report:
         report(f"{kind} {value}: {doc['verdict']}, {evidence[value]}")
     return doc["verdict"] == "FIT"
 
 
-def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64) -> dict:
+def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64,
+           probe=None) -> dict:
+    """The largest FIT and the smallest INFEASIBLE value, assuming more never needs less: doubling from the
+    start until a probe is not FIT, then bisecting. An UNKNOWN probe bounds the search like an INFEASIBLE one
+    but proves nothing: the answer then names the unknown values between the proven FIT and INFEASIBLE."""
+    probe = probe or (lambda v, ev: _probe(job, kind, v, out, report, ev))
     start = job.batch if kind == "batch" else job.layers
-    known: dict[int, bool] = {}
+    known: dict[int, bool | None] = {}
     evidence: dict[int, str] = {}
 
-    def fits(v: int) -> bool:
+    def at(v: int) -> bool | None:
         if v not in known:
-            known[v] = _probe(job, kind, v, out, report, evidence)
+            known[v] = probe(v, evidence)
         return known[v]
 
-    lo, hi = 0, None  # largest FIT, smallest INFEASIBLE
+    lo = 0  # the largest value proven FIT
+    top = None  # the smallest value above lo not proven FIT (INFEASIBLE or UNKNOWN)
     v = start
-    if fits(v):
+    if at(v):
         lo = v
-        while hi is None and v < cap:
+        while top is None and v < cap:
             v = min(cap, v * 2)
-            if fits(v):
+            if at(v):
                 lo = v
             else:
-                hi = v
+                top = v
     else:
-        hi = v
+        top = v
         while lo == 0 and v > 1:
             v = max(1, v // 2)
-            if fits(v):
+            if at(v):
                 lo = v
             else:
-                hi = v
-    while hi is not None and lo and hi - lo > 1:
-        mid = (lo + hi) // 2
-        if fits(mid):
+                top = v
+    while top is not None and lo and top - lo > 1:
+        mid = (lo + top) // 2
+        if at(mid):
             lo = mid
         else:
-            hi = mid
-    return {"kind": kind, "largest_fit": lo or None, "smallest_infeasible": hi,
+            top = mid
+    infeasible = [k for k, r in known.items() if r is False and k > lo]
+    hi = min(infeasible) if infeasible else None
+    unknown = sorted(k for k, r in known.items() if r is None and k > lo and (hi is None or k < hi))
+    return {"kind": kind, "largest_fit": lo or None, "smallest_infeasible": hi, "unknown": unknown,
+            "proven": bool(lo) and hi == lo + 1,
             "fit_dir": str(out / f"{kind}-{lo}") if lo else None,
             "infeasible_dir": str(out / f"{kind}-{hi}") if hi else None,
             "fit_evidence": evidence.get(lo), "infeasible_evidence": evidence.get(hi),
-            "probes": {str(k): ("FIT" if v else "INFEASIBLE") for k, v in sorted(known.items())}}
+            "probes": {str(k): {True: "FIT", False: "INFEASIBLE", None: "UNKNOWN"}[r] for k, r in sorted(known.items())}}
 
 
 def memory(job: Job, doc: dict, out: Path, report=None) -> dict:

@@ -96,3 +96,26 @@ def test_what_if_batch_boundary_pair(cli, tmp_path):
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{lo}" / "plan.json").read_text())["verdict"] == "FIT"
     assert json.loads((tmp_path / "b" / "what-if" / f"batch-{hi}" / "verdict.json").read_text())["verdict"] == "INFEASIBLE"
     assert w["fit_evidence"] == "plan and placement checked" and w["infeasible_evidence"].startswith("certificate checked")
+
+
+@pytest.mark.parametrize("truth,want", [
+    # value -> verdict of its probe; the answer: (largest FIT, smallest INFEASIBLE, unknown in between)
+    ({1: True, 2: True, 3: False, 4: False}, (2, 3, [])),
+    ({1: True, 2: True, 3: None, 4: None, 8: False}, (2, None, [3, 4])),
+    ({1: True, 2: True, 4: True, 5: True, 6: None, 8: False}, (5, 8, [6])),
+    ({1: True, 2: True, 3: None, 4: False}, (2, 4, [3])),
+    ({1: None}, (None, None, [1])),
+])
+def test_what_if_search_carries_unknown_probes(tmp_path, truth, want):
+    """An UNKNOWN probe bounds the search like an INFEASIBLE one but proves nothing: the answer names it between
+    the proven FIT and the proven INFEASIBLE (or none), instead of ending the search."""
+    from ipuplan.solver.driver import Job
+    from ipuplan.solver.whatif import search
+
+    def probe(v, evidence):
+        r = truth.get(v, False if v > max(truth) else True)
+        evidence[v] = {True: "checked", False: "certificate checked", None: "UNKNOWN"}[r]
+        return r
+    r = search(Job("m.yaml", "t.yaml", batch=1), "batch", tmp_path, probe=probe)
+    assert (r["largest_fit"], r["smallest_infeasible"], r["unknown"]) == want
+    assert r["proven"] == (want[0] is not None and want[1] == want[0] + 1)

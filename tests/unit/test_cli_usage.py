@@ -189,3 +189,15 @@ def test_what_if_memory_on_an_exchange_limited_case_says_so(cli, tmp_path):
     w = json.loads(r.out)["what_if"]
     assert w.get("limited_by") == "exchange" and "more SRAM per tile alone does not make it fit" in w["note"]
     assert "confirmed" not in json.dumps(w)
+
+
+def test_json_on_reference_and_report(cli, solved, tmp_path):
+    r = cli("reference", VS, "--pixels", solved / "x.npy", "-o", tmp_path / "y.npy", "--json")
+    assert r.code == 0 and json.loads(r.out)["shape"] == [2, 144]
+    r = cli("report", solved / "out", "-o", tmp_path / "r.html", "--json")
+    assert r.code == 0 and json.loads(r.out)["bytes"] > 0
+
+
+def test_shell_completion_is_offered(cli):
+    r = cli("--help")
+    assert r.code == 0 and "--install-completion" in r.out and "--show-completion" in r.out
