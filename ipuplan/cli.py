@@ -343,7 +343,8 @@ def import_model(hf: Optional[str] = typer.Option(None, "--hf", help="a Hugging 
                  timm_name: Optional[str] = typer.Option(None, "--timm", help="a timm model name (vit_pe_core_*)"),
                  name: Optional[str] = typer.Option(None, "--name", help="the model's name (default from the source)"),
                  output: Optional[str] = typer.Option(None, "-o", "--output", help="the model YAML to write "
-                                                      "(default: print it)")) -> None:
+                                                      "(default: print it)"),
+                 as_json: bool = typer.Option(False, "--json", help="print {output, model, yaml} as JSON")) -> None:
     """Write a model YAML from an upstream description; the file loads like models/*.yaml."""
     from .artefacts import output_file, write_file
     from .model import load_model
@@ -352,12 +353,15 @@ def import_model(hf: Optional[str] = typer.Option(None, "--hf", help="a Hugging 
         raise InputError("--hf/--timm", None, "give exactly one of them", "--hf config.json or --timm vit_pe_core_*")
     dest = output_file(output, "-o", ".yaml") if output else None
     text, nm = from_hf_config(hf, name) if hf else from_timm(timm_name, name)
-    if dest is None:
+    if dest is not None:
+        write_file(dest, text)
+        spec = load_model(dest)  # what was written loads (and says so)
+    if as_json:
+        print(json.dumps({"output": str(dest) if dest else None, "model": nm, "yaml": text}))
+    elif dest is None:
         print(text, end="")
-        return
-    write_file(dest, text)
-    spec = load_model(dest)  # what was written loads (and says so)
-    err.print(f"wrote {dest}: {spec.name}, {spec.layers} layers, width {spec.width}, {spec.image_size} px")
+    else:
+        err.print(f"wrote {dest}: {spec.name}, {spec.layers} layers, width {spec.width}, {spec.image_size} px")
 
 
 @app.command()
@@ -366,7 +370,8 @@ def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV 
           output: Optional[str] = typer.Option(None, "-o", "--output", help="write the CSV with an offset column"),
           nodes: int = typer.Option(50_000_000, "--nodes", help="canonical search nodes (deterministic)"),
           cpsat_seconds: float = typer.Option(20.0, "--cpsat-seconds",
-                                              help="then CP-SAT, deterministic seconds (0: none)")) -> None:
+                                              help="then CP-SAT, deterministic seconds (0: none)"),
+          as_json: bool = typer.Option(False, "--json", help="print the outcome as JSON")) -> None:
     """Place every buffer at an offset (exit 0), prove no placement exists (1), or run out of effort (3)."""
     import time
 
@@ -387,16 +392,25 @@ def place(csv_file: str = typer.Argument(..., help="buffers in MiniMalloc's CSV 
         if bad:  # the validator is written apart from the search; a disagreement is a bug, never a placement
             raise RuntimeError(f"the placement failed validation: {bad[0]}")
         height = max((o + b.size for o, b in zip(res.offsets, inst.buffers)), default=0)
-        out.print(f"[bold green]PLACED[/] {head}height {height:,} B, {res.method}, {res.nodes:,} nodes, "
-                  f"{secs:.2f} s; validated")
         if output:
             write_csv(output, inst, res.offsets)
+        if as_json:
+            print(json.dumps({"verdict": "PLACED", "buffers": len(inst.buffers), "capacity": capacity, "height": height,
+                              "method": res.method, "nodes": res.nodes, "seconds": round(secs, 3),
+                              "offsets": [int(o) for o in res.offsets], "output": output}))
+        else:
+            out.print(f"[bold green]PLACED[/] {head}height {height:,} B, {res.method}, {res.nodes:,} nodes, "
+                      f"{secs:.2f} s; validated")
         raise typer.Exit(0)
-    if res.proven:
+    verdict, code = ("IMPOSSIBLE", 1) if res.proven else ("UNKNOWN", 3)
+    if as_json:
+        print(json.dumps({"verdict": verdict, "buffers": len(inst.buffers), "capacity": capacity, "reason": res.reason,
+                          "nodes": res.nodes, "seconds": round(secs, 3)}))
+    elif res.proven:
         out.print(f"[bold red]IMPOSSIBLE[/] {head}{res.reason} ({res.nodes:,} nodes, {secs:.2f} s)")
-        raise typer.Exit(1)
-    out.print(f"[bold yellow]UNKNOWN[/] {head}{res.reason} ({secs:.2f} s)")
-    raise typer.Exit(3)
+    else:
+        out.print(f"[bold yellow]UNKNOWN[/] {head}{res.reason} ({secs:.2f} s)")
+    raise typer.Exit(code)
 
 
 from . import cli_build, cli_sweep  # noqa: E402,F401  (build, export, run and sweep register on `app`)

@@ -68,7 +68,8 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
            exchange_snapshot: bool = typer.Option(False, "--exchange-snapshot",
                                                   help="every exchange phase as ipu-stack ExchangeScheduleSnapshot v4"),
            output: Optional[str] = typer.Option(None, "-o", "--output",
-                                                help="file (default DIR/exchange-snapshot.json)")) -> None:
+                                                help="file (default DIR/exchange-snapshot.json)"),
+           as_json: bool = typer.Option(False, "--json", help="print what was written as JSON")) -> None:
     """Write the package's exchanges in another toolchain's format."""
     from .artefacts import output_file, write_file
     from .package.io import read_package
@@ -85,6 +86,10 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
     snap = snapshot(prog)
     write_file(dest, json.dumps(snap, separators=(",", ":")))
     runs = sum(len(p["transfers"]) for p in snap["phases"])
+    if as_json:
+        print(json.dumps({"output": str(dest), "schema_version": snap["schema_version"], "tiles": snap["tile_count"],
+                          "phases": len(snap["phases"]), "transfers": runs}))
+        return
     out.print(f"wrote {dest}: schema_version {snap['schema_version']}, {snap['tile_count']} tiles, "
               f"{len(snap['phases'])} phases, {runs:,} transfers")
 

@@ -23,7 +23,9 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
           address: Optional[str] = typer.Option(
               None, "--address", help="join this Ray cluster (host:port, as `ray start --head` printed) instead"),
           retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed or killed cases again"),
-          output: str = typer.Option(..., "-o", "--output", help="sweep directory")) -> None:
+          output: str = typer.Option(..., "-o", "--output", help="sweep directory"),
+          as_json: bool = typer.Option(False, "--json", help="print every case's record as JSON (sweep.json's cases)")
+          ) -> None:
     """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""
     from .artefacts import output_dir
     from .sweep.cases import grid
@@ -37,6 +39,10 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
         records = run_sweep(cases, out_dir, workers, address, retry_failed,
                             lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
                                                                done, total))
+    bad = any(r["status"] != "done" or r.get("checked") is False for r in records)
+    if as_json:
+        print(json.dumps({"cases": records, "sweep": str(Path(output) / "sweep.json")}, default=str))
+        raise typer.Exit(1 if bad else 0)
     t = Table("model", "target", "batch", "depth", "set", "verdict", "ms", "slack B", "checked", "s")
     for col in t.columns:  # a terminal folds long cells; a pipe gets whole lines
         col.overflow = "fold" if out.is_terminal else "ignore"

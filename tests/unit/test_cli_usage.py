@@ -201,3 +201,14 @@ def test_json_on_reference_and_report(cli, solved, tmp_path):
 def test_shell_completion_is_offered(cli):
     r = cli("--help")
     assert r.code == 0 and "--install-completion" in r.out and "--show-completion" in r.out
+
+
+def test_json_on_place_and_export(cli, solved, tmp_path):
+    (tmp_path / "b.csv").write_text("id,lower,upper,size\n0,0,2,64\n1,1,3,64\n2,3,4,64\n")
+    r = cli("place", tmp_path / "b.csv", "--capacity", "1024", "--json")
+    doc = json.loads(r.out)
+    assert r.code == 0 and doc["verdict"] == "PLACED" and len(doc["offsets"]) == 3
+    r = cli("place", tmp_path / "b.csv", "--capacity", "100", "--json")
+    assert r.code == 1 and json.loads(r.out)["verdict"] == "IMPOSSIBLE"
+    r = cli("export", solved / "out", "--exchange-snapshot", "-o", tmp_path / "s.json", "--json")
+    assert r.code == 0 and json.loads(r.out)["schema_version"] == 4
