@@ -212,3 +212,18 @@ def test_json_on_place_and_export(cli, solved, tmp_path):
     assert r.code == 1 and json.loads(r.out)["verdict"] == "IMPOSSIBLE"
     r = cli("export", solved / "out", "--exchange-snapshot", "-o", tmp_path / "s.json", "--json")
     assert r.code == 0 and json.loads(r.out)["schema_version"] == 4
+
+
+def test_a_package_shipped_alone_checks_and_runs_elsewhere(solved, tmp_path):
+    """The package carries its model, target, plan and placement: copied alone to another directory, `check` and
+    `run` work from an unrelated working directory."""
+    import shutil
+    ship = tmp_path / "ship"
+    ship.mkdir()
+    shutil.copy(solved / "out" / "model.ipupkg", ship / "model.ipupkg")
+    shutil.copy(solved / "x.npy", ship / "x.npy")
+    for cmd in (["check", "ship/model.ipupkg"], ["run", "ship/model.ipupkg", "--pixels", "ship/x.npy", "--compare"]):
+        r = subprocess.run([sys.executable, "-m", "ipuplan.cli", *cmd], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, r.stdout + r.stderr
+    assert "PACKAGE CHECK PASSED" in subprocess.run([sys.executable, "-m", "ipuplan.cli", "check", "ship/model.ipupkg"],
+                                                    capture_output=True, text=True, cwd=tmp_path).stdout
