@@ -10,7 +10,7 @@ from collections import Counter
 
 import numpy as np
 
-from .. import codelets as cl
+import ipuplan.codelets as cl
 from ..codelets.base import DTYPE_CODE
 from ..ir.graph import OpKind, Role
 

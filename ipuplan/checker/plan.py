@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import codelets
+import ipuplan.codelets as codelets
 from ..errors import InputError
 from ..formats import PLAN
 from ..model import build_graph, load_model

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import codelets as cl
+import ipuplan.codelets as cl
 from ..backend.lower.program import (Binding, BufferTable, ComputeSet, Exchange, Program, Section, Slabs,
                                      Vertices)
 from .archive import Archive, PackageError, write_archive

@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from .. import codelets as cl
+import ipuplan.codelets as cl
 from ..ir.graph import DType
 from ..numerics import round_to
 from .device import Device

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import codelets as cl
+import ipuplan.codelets as cl
 from ..catalogue import Catalogue, Ctx, HomeKind, Impl, Life, ParamMode, RowsInto, build_catalogue
 from ..catalogue.schedule import Schedule, build_schedule
 from ..catalogue.transport import home_layout, relay_layout

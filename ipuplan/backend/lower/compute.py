@@ -11,7 +11,7 @@ import struct
 
 import numpy as np
 
-from ... import codelets as cl
+import ipuplan.codelets as cl
 from ...codelets import attention as att
 from ...codelets import gemm, vector
 from ...codelets.base import DTYPE_CODE

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import codelets as cl
+import ipuplan.codelets as cl
 from ...catalogue import Impl, ParamMode
 from .buffers import Blocks, LoweringError, Placed
 from .program import Vertices

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ... import codelets as cl
+import ipuplan.codelets as cl
 from ...layout import MemClass
 from .problem import Buffer, Elements, Instance
 
