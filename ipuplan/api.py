@@ -4,13 +4,13 @@ bad input raises the exception tree of `ipuplan.errors` (InputError and its kin)
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
+from . import options
 from .errors import InputError
 
 DEFAULT_TARGET = Path(__file__).resolve().parent.parent / "targets" / "c600.yaml"
@@ -49,21 +49,14 @@ class Ran:
 
 
 def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom):
-    from .catalogue import Catalogue
     from .solver.driver import Job
     from .solver.solve import SolveOptions
-    if not isinstance(batch, int) or not 1 <= batch <= 4096:
-        raise InputError("batch", None, f"{batch!r} is out of range", "valid: an integer 1..4096")
+    options.batch(batch, "batch")
     for name, v in (("effort", effort), ("time_limit", time_limit)):
-        if not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise InputError(name, None, f"{v!r} is not a positive number of seconds", "give seconds > 0")
-    if not isinstance(seed, int) or not 0 <= seed < 2**31:
-        raise InputError("seed", None, f"{seed!r} is out of range", "valid: 0..2147483647")
-    try:
-        cat = Catalogue(catalogue)
-    except ValueError:
-        raise InputError("catalogue", None, f"{catalogue!r} is not a catalogue",
-                         "valid: " + ", ".join(c.value for c in Catalogue)) from None
+        if options.seconds(name, v) <= 0:
+            raise InputError(name, None, f"{v!r} is not positive", "give seconds > 0")
+    options.seed(seed, "seed")
+    cat = options.catalogue(catalogue, "catalogue")
     tpath = str(target) if target is not None else str(DEFAULT_TARGET)
     return Job(str(model), tpath, batch, layers,
                options=SolveOptions(batch=batch, time_limit=float(time_limit), effort=float(effort), seed=seed,

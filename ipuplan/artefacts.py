@@ -8,7 +8,6 @@ digests, so that `check`, `explain` and `build --plan` work from any directory a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import signal
@@ -17,12 +16,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import InputError
+from .plan import sha256
 
 INPUTS = "inputs"
-
-
-def sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def output_dir(path: str | Path, flag: str = "-o") -> Path:

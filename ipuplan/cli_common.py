@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from . import options
 from .errors import InputError
 
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -36,6 +37,8 @@ def decided(code: int) -> int:
     global PENDING_EXIT
     PENDING_EXIT = code
     return code
+
+
 class _Console(Console):
     """A console whose closed pipe is the command line's to answer (rich would exit 1 on its own)."""
 
@@ -66,12 +69,7 @@ def _load(model: str, layers: Optional[int], precision: Optional[str] = None, fu
 
 def _catalogue(name: str):
     """The --catalogue option as the solver's enum (bad input: exit 2 naming what is valid)."""
-    from .catalogue import Catalogue
-    try:
-        return Catalogue(name)
-    except ValueError:
-        raise InputError("--catalogue", None, f"{name!r} is not a catalogue",
-                         "valid: " + ", ".join(c.value for c in Catalogue)) from None
+    return options.catalogue(name)
 
 
 CATALOGUE_HELP = ("implementation space: shaped (homes and producer layouts shaped for their readers, grids screened "
@@ -83,23 +81,15 @@ RELAY_HELP = ("offer relays: gather a replicated operand onto relay tiles, then 
 
 
 def _seconds(flag: str, value: float) -> float:
-    """A duration option: a finite number of seconds (nan and inf are bad input)."""
-    import math
-    if not math.isfinite(value):
-        raise InputError(flag, None, f"{value} is not a number of seconds", "give a finite number")
-    return value
+    return options.seconds(flag, value)
 
 
 def _seed(seed: int) -> int:
-    if not 0 <= seed < 2**31:
-        raise InputError("--seed", None, f"{seed} is out of range", f"valid: 0..{2**31 - 1}")
-    return seed
+    return options.seed(seed)
 
 
 def _batch(batch: int) -> int:
-    if not 1 <= batch <= 4096:
-        raise InputError("--batch", None, f"{batch} is out of range", "valid: 1..4096")
-    return batch
+    return options.batch(batch)
 
 
 def _solve_option_ranges(target_path: str, support_reserve, table_budget, headroom) -> None:

@@ -24,7 +24,7 @@ class _Live:
         self.bt, self.g = bt, bt.group_of_tile
         self._cache: dict[int, tuple] = {}
         # buffers no vertex field, run or binding may touch: the reservations, code, tables and descriptors
-        kinds = np.array([n in reserved or "descriptors" in n for n in bt.names] + [False], bool)
+        kinds = np.array([n in reserved or "descriptors" in n for n in bt.names], bool)
         self.reserved = kinds[bt.name] if len(bt.name) else np.zeros(0, bool)
 
     def data(self, step: int, tile: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,37 @@
+"""Option values every entry point takes (the command line and the Python API), checked one way: bad input names
+the option (`--batch` on the command line, `batch` in the API) and says what is valid."""
+
+from __future__ import annotations
+
+import math
+
+from .errors import InputError
+
+
+def batch(value, flag: str = "--batch") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 4096:
+        raise InputError(flag, None, f"{value!r} is out of range", "valid: an integer 1..4096")
+    return value
+
+
+def seconds(flag: str, value) -> float:
+    """A duration: a finite number of seconds (nan and inf are bad input)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InputError(flag, None, f"{value!r} is not a number of seconds", "give a finite number")
+    return float(value)
+
+
+def seed(value, flag: str = "--seed") -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
+        raise InputError(flag, None, f"{value!r} is out of range", f"valid: 0..{2**31 - 1}")
+    return value
+
+
+def catalogue(name, flag: str = "--catalogue"):
+    """The implementation space as the solver's enum."""
+    from .catalogue import Catalogue
+    try:
+        return Catalogue(name)
+    except ValueError:
+        raise InputError(flag, None, f"{name!r} is not a catalogue",
+                         "valid: " + ", ".join(c.value for c in Catalogue)) from None
