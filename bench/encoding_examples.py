@@ -10,13 +10,14 @@ from ipuplan.target import load_target
 from ipuplan.layout import Layout, MemClass, transfers
 from ipuplan.layout.transfer import stream_transfer, block_moves
 from ipuplan.catalogue.transport import home_layout
+from ipuplan.codelets.vector import copy_list_words
 t = load_target("targets/c600.yaml")
 e = t.encoding
 
 
 def show(name, tr, patched=False):
     """Per tile: pieces and instruction words sent and received, local runs, the row's words and bytes."""
-    w = tr.table_words(e, patched)
+    w = tr.table_words(e, copy_list_words(t), patched)
     nz = np.flatnonzero(w)
     print(name)
     for tile in nz[:6]:

@@ -5,6 +5,9 @@ A mutant is *rejected* when `check` fails it (a failed check, exit 1, or an inva
 *accepted* when `check` passes it. `run` is reported beside: stopped with an error, wrong output (not bit-exact
 against the plan-faithful reference), or bit-exact.
 
+Bases: vit-small b2 (or --model/--batch) and pe-tiny-48 (pe-tiny at 48 px, MLP 300, 2 layers, b3: class token,
+RoPE, attention pool) on small64.
+
 Usage: python bench/package_mutants.py [--model vit-small] [--target small64] [--batch 2] [--out bench/out/mutants]
 """
 
@@ -70,7 +73,7 @@ def _param(man, arrays, codelet, col, fn, name=None):
     arrays[k] = p
 
 
-# ---- the mutants: (class, description, edit) ------------------------------------------------------------
+# ---- the mutants: (class, description, edit[, base]) -----------------------------------------------------
 
 def alias_activation_onto_param(man, arrays):
     a = _idx(man, arrays, "encoder/ln1 (output)")
@@ -268,6 +271,68 @@ def placement_and_buffer(man, arrays):
     _set(arrays, "addr", i, g["buffers"][b][1] + pl["base"])
 
 
+def tables_raised(man, arrays):
+    t = arrays["tables/lowered"].copy()
+    t[int(np.argmax(t))] += 4096
+    arrays["tables/lowered"] = t
+
+
+def _vertex_cols(arrays, key):
+    return {c: arrays[f"{key}/{c}"] for c in ("tile", "addr", "rows", "row_bytes", "pitch", "stride", "params")}
+
+
+def copy_split_per_word(man, arrays):
+    """The largest local copy's Copy vertex replaced by one vertex per word: the same bytes move, but the tile
+    now holds more Copy descriptors than its tables count."""
+    s = max((s for s in man["steps"] if s["kind"] == "compute" and s["name"] == "local copies"),
+            key=lambda s: int(arrays[f"{s['key']}/0/row_bytes"][:, 1].max()))
+    key = f"{s['key']}/0"
+    c = _vertex_cols(arrays, key)
+    k = int(np.argmax(c["row_bytes"][:, 1]))
+    n = int(c["row_bytes"][k, 1]) // 4
+    piece = {name: np.repeat(col[k:k + 1], n, axis=0) for name, col in c.items()}
+    off = 4 * np.arange(n)
+    piece["addr"] = piece["addr"] + off[:, None]
+    piece["row_bytes"] = np.full_like(piece["row_bytes"], 4)
+    piece["pitch"] = np.full_like(piece["pitch"], 4)
+    piece["params"][:, 0] = 4
+    for name, col in c.items():
+        arrays[f"{key}/{name}"] = np.concatenate([np.delete(col, k, axis=0), piece[name]])
+    s["vertices"][0]["count"] += n - 1
+
+
+def empty_exchanges(man, arrays):
+    """Five exchanges without runs added to a GEMM op: five more supervisor calls and syncs than a matmul has."""
+    i, ex = next((i, s) for i, s in enumerate(man["steps"]) if s["kind"] == "exchange" and s["name"] == "operands"
+                 and s["op"] == "encoder/qkv")
+    for j in range(5):
+        key = f"steps/9{j:04d}"
+        for c in ("src", "src_addr", "nbytes", "src_stride"):
+            arrays[f"{key}/{c}"] = arrays[f"{ex['key']}/{c}"][:0]
+        for c in ("dst", "dst_addr"):
+            arrays[f"{key}/{c}"] = arrays[f"{ex['key']}/{c}"][:0]
+        man["steps"].insert(i + 1, dict(ex, key=key, name=f"operands {j + 2}", runs=0))
+
+
+def ghost_op(man, arrays):
+    s = next(s for s in man["steps"] if s["kind"] == "compute" and s["name"] == "gelu")
+    s["op"] = "encoder/ghost"
+
+
+def copy_row_bytes_param(man, arrays):
+    _param(man, arrays, "Copy", 0, lambda c: c // 2, name="local copies")
+
+
+def unused_param_word(man, arrays):
+    _param(man, arrays, "GeluF16", 1, lambda c: c + 7)
+
+
+def rope_param(col, fn):
+    def edit(man, arrays):
+        _param(man, arrays, "RopeF16", col, fn)
+    return edit
+
+
 MUTANTS = [
     ("alias", "an activation aliased onto a live parameter (LayerNorm output onto layer 0's gamma, its row deleted)",
      alias_activation_onto_param),
@@ -305,6 +370,19 @@ MUTANTS = [
     ("exchange", "a run's destination moved to the next tile", run_destination),
     ("sources", "the carried model's LayerNorm epsilon edited (digest recomputed)", model_source_eps),
     ("sources", "a buffer moved in both the package and the placement it carries", placement_and_buffer),
+    ("tables", "tables/lowered raised by 4 KiB on its largest tile (more exchange code than the plan accounted)",
+     tables_raised),
+    ("descriptors", "a local copy split into one Copy vertex per word (same bytes, more descriptors than counted)",
+     copy_split_per_word),
+    ("program", "five exchanges without runs added to a GEMM op", empty_exchanges),
+    ("program", "a compute set moved to an op the plan does not have", ghost_op),
+    ("vertex parameter", "a local copy's bytes-per-row parameter halved", copy_row_bytes_param),
+    ("vertex parameter", "an unused parameter word (GELU's second) set", unused_param_word),
+    ("vertex parameter", "RoPE's first row + 1", rope_param(0, lambda c: c + 1), "pe-tiny-48"),
+    ("vertex parameter", "RoPE's first column + 2", rope_param(3, lambda c: c + 2), "pe-tiny-48"),
+    ("vertex parameter", "RoPE's tokens per image + 1", rope_param(1, lambda c: c + 1), "pe-tiny-48"),
+    ("vertex parameter", "RoPE's unrotated prefix set to 0", rope_param(2, lambda c: 0 * c), "pe-tiny-48"),
+    ("vertex parameter", "RoPE's q window shortened by one head pair", rope_param(5, lambda c: c - 2), "pe-tiny-48"),
 ]
 
 
@@ -329,6 +407,35 @@ def _run(pkg: Path, pixels) -> str:
     return "bit-exact" if pf["bit_exact"] else f"wrong output ({pf['differing']} of {pf['elements']} differ)"
 
 
+def pe_tiny_48(text: str) -> str:
+    """pe-tiny (class token, RoPE, attention-pool head) at 48 pixels, MLP 300, 2 layers: small enough for 64 tiles."""
+    import re
+    for pat, rep in ((r"(?m)^mlp: \S+", "mlp: 300"), (r"(?m)^layers: \S+", "layers: 2"),
+                     (r"(?m)^  size: \S+", "  size: 48"), (r"(?m)^  resize: \S+", "  resize: 48"),
+                     (r"(?m)^  mlp: \S+", "  mlp: 300"), (r"(?m)^model: \S+", "model: pe-tiny-48")):
+        text = re.sub(pat, rep, text)
+    return text
+
+
+def build_base(base: str, out: Path, model: str = "vit-small", target: str = "small64", batch: int = 2):
+    """(package, pixels) of a mutation base: `vit-small` (or the --model given), or `pe-tiny-48` at batch 3."""
+    from ipuplan.model import load_model
+    d = out / f"built-{base}"
+    if base == "pe-tiny-48":
+        src = out / "pe-tiny-48.yaml"
+        src.write_text(pe_tiny_48((ROOT / "models" / "pe-tiny.yaml").read_text()))
+        batch = 3
+    else:
+        src = ROOT / "models" / f"{model}.yaml"
+    subprocess.run([sys.executable, "-m", "ipuplan.cli", "build", str(src), "--target",
+                    str(ROOT / "targets" / f"{target}.yaml"), "--batch", str(batch), "-o", str(d)],
+                   check=True, stdout=subprocess.DEVNULL)
+    spec = load_model(str(src))
+    pixels = np.random.default_rng(0).standard_normal(
+        (batch, spec.channels, spec.image_size, spec.image_size)).astype(np.float32)
+    return d / "model.ipupkg", pixels
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="vit-small")
@@ -339,26 +446,21 @@ def main() -> None:
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    built = out / "built"
-    subprocess.run([sys.executable, "-m", "ipuplan.cli", "build", str(ROOT / "models" / f"{a.model}.yaml"),
-                    "--target", str(ROOT / "targets" / f"{a.target}.yaml"), "--batch", str(a.batch), "-o", str(built)],
-                   check=True, stdout=subprocess.DEVNULL)
-    from ipuplan.package.archive import Archive
-    m = Archive(built / "model.ipupkg").manifest
-    from ipuplan.model import load_model
-    spec = load_model(str(ROOT / "models" / f"{a.model}.yaml"))
-    pixels = np.random.default_rng(0).standard_normal(
-        (m["batch"], spec.channels, spec.image_size, spec.image_size)).astype(np.float32)
-    print(f"# package mutants: {a.model} batch {a.batch} on {a.target}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{platform.machine()}")
-    print(f"baseline: check {_check(built / 'model.ipupkg')}; run {_run(built / 'model.ipupkg', pixels)}")
+    bases = {}
+    print(f"# package mutants: {a.model} batch {a.batch} and pe-tiny-48 batch 3 on {a.target}, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}")
+    for base in ("vit-small", "pe-tiny-48"):
+        bases[base] = build_base(base, out, a.model, a.target, a.batch)
+        pkg, pixels = bases[base]
+        print(f"baseline {base}: check {_check(pkg)}; run {_run(pkg, pixels)}")
     print("| # | class | mutation | check | run |")
     print("|---:|---|---|---|---|")
     by_class: dict[str, list[int]] = {}
-    for i, (cls, what, edit) in enumerate(MUTANTS, 1):
+    for i, (cls, what, edit, *base) in enumerate(MUTANTS, 1):
+        built, pixels = bases[base[0] if base else "vit-small"]
         pkg = out / f"m{i:02d}" / "model.ipupkg"
         try:
-            rewrite(built / "model.ipupkg", pkg, edit)
+            rewrite(built, pkg, edit)
         except (LookupError, StopIteration) as e:
             print(f"| {i} | {cls} | {what} | not applicable ({e}) | |")
             continue

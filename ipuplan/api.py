@@ -48,7 +48,7 @@ class Ran:
     compare: dict | None
 
 
-def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom):
+def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales):
     from .solver.driver import Job
     from .solver.solve import SolveOptions
     options.batch(batch, "batch")
@@ -60,7 +60,8 @@ def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, head
     tpath = str(target) if target is not None else str(DEFAULT_TARGET)
     return Job(str(model), tpath, batch, layers,
                options=SolveOptions(batch=batch, time_limit=float(time_limit), effort=float(effort), seed=seed,
-                                    headroom=headroom, catalogue=cat))
+                                    headroom=headroom, catalogue=cat),
+               fp8_scales=options.fp8_scales(scales, str(model), "scales"))
 
 
 def _solved(result, doc, out: Path, package: Path | None = None) -> Solved:
@@ -70,12 +71,14 @@ def _solved(result, doc, out: Path, package: Path | None = None) -> Solved:
 
 def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
           layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
-          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None) -> Solved:
+          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None,
+          scales: str | Path | None = None) -> Solved:
     """Plan `model` at `batch` on `target` (default the C600): FIT with a checked, placed plan, INFEASIBLE with a
-    checked certificate, or UNKNOWN; the artefacts go to `out` (default out/<model>-b<batch>)."""
+    checked certificate, or UNKNOWN; the artefacts go to `out` (default out/<model>-b<batch>). `scales`: a scales
+    file from `ipuplan calibrate` (default: the model's fixed FP8 scale)."""
     from .artefacts import output_dir
     from .solver.driver import run_solve
-    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom)
+    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
     result, doc = run_solve(job, d, progress)
     return _solved(result, doc, d)
@@ -83,11 +86,12 @@ def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, o
 
 def build(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
           layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
-          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None) -> Solved:
+          seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None,
+          scales: str | Path | None = None) -> Solved:
     """`solve`, then lower a FIT to `out/model.ipupkg` (validated); `package` is None for other verdicts."""
     from .artefacts import output_dir
     from .package.build import run_build
-    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom)
+    job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
     result, doc, summary = run_build(job, d, progress)
     return _solved(result, doc, d, Path(summary["file"]) if summary else None)

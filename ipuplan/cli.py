@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
+from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
                          _images_or_pixels, _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
 from . import cli_common
 from .errors import InputError, Interrupted, IpuplanError
@@ -128,6 +128,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           relay: Optional[bool] = typer.Option(None, "--relay/--no-relay", help=RELAY_HELP),
           strategy: str = typer.Option("cpsat", "--strategy", help="cpsat (proof) or beam (the seeds' heuristic)"),
           catalogue: str = typer.Option("shaped", "--catalogue", help=CATALOGUE_HELP),
+          scales: str = typer.Option("fixed", "--scales", help=SCALES_HELP),
           no_explain: bool = typer.Option(False, "--no-explain",
                                           help="on INFEASIBLE, skip core minimization and the deficit search"),
           table_budget: Optional[int] = typer.Option(
@@ -157,7 +158,8 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
               options=SolveOptions(batch=batch, support_reserve=support_reserve, time_limit=time_limit, effort=effort,
                                    seed=seed, relays=relay, table_budget=table_budget, headroom=headroom,
                                    explain=not no_explain, strategy=strategy, slack_effort=slack_effort,
-                                   catalogue=_catalogue(catalogue)))
+                                   catalogue=_catalogue(catalogue)),
+              fp8_scales=cli_common._scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     cli_common.decided(result.verdict.exit_code)

@@ -9,9 +9,12 @@ from typing import List, Optional
 
 import typer
 
-from .cli_common import (CATALOGUE_HELP, RELAY_HELP, _batch, _catalogue, _print_verdict, _seconds, _seed,
-                         _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
+from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict, _scales, _seconds,
+                         _seed, _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
 from .errors import InputError
+
+
+COSINE_WARNING = 0.99  # `run --compare` warns below this cosine against the fp32 reference
 
 
 @app.command()
@@ -27,6 +30,7 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           table_budget: Optional[int] = typer.Option(None, "--exchange-table-budget",
                                                      help="exchange table bytes per tile"),
           catalogue: str = typer.Option("shaped", "--catalogue", help=CATALOGUE_HELP),
+          scales: str = typer.Option("fixed", "--scales", help=SCALES_HELP),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the build summary as JSON")) -> None:
     """Solve, place and lower MODEL into DIR/model.ipupkg (exit 0), or report why not (1 INFEASIBLE, 3 UNKNOWN)."""
@@ -46,7 +50,8 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     job = Job(model, tpath, _batch(batch), layers,
               options=SolveOptions(batch=batch, time_limit=time_limit, effort=effort, seed=seed, relays=relay,
                                    table_budget=table_budget, headroom=headroom, explain=False,
-                                   catalogue=_catalogue(catalogue)))
+                                   catalogue=_catalogue(catalogue)),
+              fp8_scales=_scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc, summary = run_build(job, out_dir, report)
     decided(result.verdict.exit_code)
@@ -61,6 +66,63 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                       f"{s['solve_and_place']:.1f} s, lower {s['lower']:.1f} s, write {s['write']:.1f} s, validate "
                       f"{s['read_and_validate']:.1f} s")
     raise typer.Exit(result.verdict.exit_code)
+
+
+@app.command()
+def calibrate(model: str = typer.Argument(..., help="model YAML (precision fp8, or --precision fp8)"),
+              pixels: Optional[str] = typer.Option(None, "--pixels", help="calibration batch: float32 .npy "
+                                                   "[N, C, H, W], normalized"),
+              image: Optional[List[str]] = typer.Option(None, "--image", help="a calibration image (PNG, JPEG); "
+                                                        "repeat for more"),
+              weights: Optional[str] = typer.Option(None, "--weights", help="safetensors checkpoint (upstream "
+                                                    "naming); without it, the seeded random weights `run` uses"),
+              seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
+              layers: Optional[int] = typer.Option(None, "--layers", help="override the encoder depth"),
+              precision: Optional[str] = typer.Option(None, "--precision", help="override the model's precision"),
+              target: Optional[str] = typer.Option(None, "--target", help="target YAML (its FP8 accumulation type "
+                                                   "bounds the scales; default targets/c600.yaml)"),
+              headroom: int = typer.Option(1, "--headroom", help="binades between the largest calibrated "
+                                           "activation and the FP8 format's largest value"),
+              output: str = typer.Option("scales.json", "-o", "--output", help="scales file to write"),
+              as_json: bool = typer.Option(False, "--json", help="print the scales as JSON")) -> None:
+    """Choose FP8 scales for MODEL's GEMMs from its weights and the fp32 reference on calibration images (each
+    weight's from its own values, each activation's from what the images produce, both kept inside the target's
+    FP8 accumulator); write them for `solve/build --scales FILE`."""
+    from .artefacts import output_file, write_file
+    from .cli_common import _load
+    from .model import build_graph
+    from .model.host import pack_patches
+    from .model.spec import Precision
+    from .model.weights import load_weights, random_weights
+    from .scales import choose
+    from .target import load_target
+    import numpy as np
+
+    _seed(seed)
+    if not 0 <= headroom <= 8:
+        raise InputError("--headroom", None, f"{headroom} binades", "valid: 0..8")
+    dest = output_file(output, "-o", ".json")
+    spec = _load(model, layers, precision)
+    if spec.precision is not Precision.FP8:
+        raise InputError(model, "precision", f"is {spec.precision.value}", "scales are for FP8 GEMMs: --precision fp8")
+    tgt = load_target(_target_path(target))
+    patches = pack_patches(_images_or_pixels(pixels, image, spec), spec)
+    g = build_graph(spec, patches.shape[0])
+    w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
+    acc = {"f16": np.float16, "f32": np.float32}[tgt.accumulation["f8"]]
+    try:
+        sc = choose(g, spec.name, w, {"patches": patches}, patches.shape[0], float(np.finfo(acc).max), headroom)
+    except ValueError as e:
+        raise InputError("--weights" if weights else model, None, str(e), "calibrate with weights and images that "
+                         "give every GEMM nonzero operands") from None
+    write_file(dest, json.dumps(sc.to_json(), indent=1) + "\n")
+    if as_json:
+        print(json.dumps(sc.to_json(), indent=1))
+        return
+    out.print(f"wrote {dest}: {len(sc.gemms)} GEMMs of {spec.name}, {sc.method}")
+    for gs in sc.gemms:
+        out.print(f"  {gs.gemm:<16} x 2^{gs.x:<4} w 2^{gs.w:<4} (|x| <= {gs.x_max:.4g}, |w| <= {gs.w_max:.4g}, "
+                  f"|x @ w| <= {gs.acc_max:.4g})")
 
 
 @app.command()
@@ -106,14 +168,21 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
         faithful: bool = typer.Option(True, "--faithful/--no-faithful",
                                       help="with --compare: also the plan-faithful reference (bit for bit)"),
         profile: Optional[str] = typer.Option(None, "--profile", help="per-superstep profile JSON"),
+        min_cosine: Optional[float] = typer.Option(
+            None, "--min-cosine", help="with --compare: fail (exit 1) when the output's cosine against the fp32 "
+            "reference is below C (without it, a warning below 0.99)"),
         as_json: bool = typer.Option(False, "--json", help="print the outcome (output, profile totals, comparison) "
                                      "as JSON")) -> None:
     """Execute a package on the emulated IPU21 (exit 0; 1 when --compare finds the plan-faithful reference
-    differs, or the program faults; 2 bad input or package)."""
+    differs, the cosine against fp32 is below --min-cosine, or the program faults; 2 bad input or package)."""
     from .artefacts import output_file, save_npy, write_file
     from .runner.job import package_spec, run_package
 
     _seed(seed)
+    if min_cosine is not None and not (-1.0 <= min_cosine <= 1.0):
+        raise InputError("--min-cosine", None, f"{min_cosine:g} is not a cosine", "valid: -1..1, e.g. 0.99")
+    if min_cosine is not None and not compare:
+        raise InputError("--min-cosine", None, "needs --compare", "add --compare (the fp32 reference gives the cosine)")
     dest = output_file(output or Path(package).parent / "output.npy", "-o", ".npy")
     prof = output_file(profile, "--profile") if profile else None
     x = _images_or_pixels(pixels, image, package_spec(package) if image else None)
@@ -124,6 +193,18 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
     if prof:
         write_file(prof, json.dumps(r.profile, indent=1))
     code = 1 if r.compare and r.compare["plan_faithful"] and not r.compare["plan_faithful"]["bit_exact"] else 0
+    for name, mx, top in r.saturated:
+        err.print(f"[bold yellow]warning:[/] {name}: largest |w| {mx:.4g} exceeds {top:.4g}, the most its FP8 scale "
+                  f"stores: those weights saturate (calibrate with these weights and build with --scales)")
+    cosine = r.compare["fp32"]["cosine"] if r.compare else None
+    floor = COSINE_WARNING if min_cosine is None else min_cosine
+    low = cosine is not None and not cosine >= floor  # NaN is low
+    if low:
+        err.print(f"[bold yellow]warning:[/] the output's cosine against the fp32 reference is {cosine:.6f}, below "
+                  f"{floor:g}: the FP8 scales may not fit this model's tensors (calibrate: `ipuplan calibrate`, "
+                  f"then build with --scales)")
+        if min_cosine is not None:
+            code = 1
     decided(code)
     if as_json:
         print(json.dumps({"output": str(dest), "shape": list(r.output.shape), "seconds": round(r.seconds, 3),
@@ -146,5 +227,5 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
                   f"({c['mixed']['seconds']:.1f} s; emulator / reference {c['ratio_to_mixed_reference']:.2f})")
         out.print(f"fp32 reference: cosine {f['cosine']:.6f}, max abs {f['max_abs']:.3g} (the mixed reference's own "
                   f"cosine {f['reference_mixed_cosine']:.6f})")
-        if pf and not pf["bit_exact"]:
-            raise typer.Exit(1)
+        if code:
+            raise typer.Exit(code)

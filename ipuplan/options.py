@@ -35,3 +35,18 @@ def catalogue(name, flag: str = "--catalogue"):
     except ValueError:
         raise InputError(flag, None, f"{name!r} is not a catalogue",
                          "valid: " + ", ".join(c.value for c in Catalogue)) from None
+
+
+def fp8_scales(value, model, flag: str = "--scales") -> tuple | None:
+    """FP8 scales: "fixed" (or None) for the model's fixed scale, else a scales file (`ipuplan calibrate`) for this
+    model; its (GEMM, x, w) triples, checked against the model's GEMMs when its graph is built."""
+    if value is None or value == "fixed":
+        return None
+    from .model import load_model
+    from .scales import load_scales
+    sc = load_scales(value)
+    name = load_model(model).name
+    if sc.model and sc.model != name:
+        raise InputError(flag, None, f"{value} was calibrated for {sc.model}, not {name}",
+                         f"calibrate {name}: ipuplan calibrate {model} ... -o scales.json")
+    return tuple((g.gemm, g.x, g.w) for g in sc.gemms)

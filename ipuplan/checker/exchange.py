@@ -5,7 +5,8 @@ equal pitches, else one run per row; in the shaped catalogue also a cell spannin
 both blocks at equal pitches, moved with its padding); a run longer than one physical transfer is several
 pieces. A run sent
 to several tiles is sent once; a destination on the sending tile receives by loopback when the run also
-goes elsewhere, and a run that only goes to its own tile is a local copy (three list words per run).
+goes elsewhere, and a run that only goes to its own tile is a local copy, performed by a Copy vertex whose
+descriptor is counted with the tile's tables (per run and destination).
 Instruction words per piece: sent `send` + `delay` + `sendoff` continuations; received delayxpic, delaypic,
 delay (the target's exchange section). Written apart from ipuplan.layout on purpose.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..codelets.vector import copy_list_words
 from .geometry import block_bytes, block_tiles, col_sizes, pitches, row_sizes
 
 
@@ -56,7 +58,7 @@ def _count(T: int, target, src, dst, runs, run_words, run_bytes) -> Counts:
     sp = b(rsrc, pieces[remote])
     rp = b(rdst, np.repeat(pieces[remote], reps))
     words = (b(rsrc, swords[remote]) + rp * target.encoding.recv_piece_words
-             + 3 * b(src[~remote], runs[~remote] * reps))
+             + copy_list_words(target) * b(src[~remote], runs[~remote] * reps))
     words += target.encoding.row_words * ((sp + rp) > 0)
     return Counts(sp, rp, words, b(rsrc, nbytes[remote]), b(rdst, np.repeat(nbytes[remote], reps)))
 

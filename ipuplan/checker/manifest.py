@@ -1,6 +1,7 @@
 """What a package states, re-derived from its model, target, plan and placement (each re-checked first) and
 compared: identity, target record, codelet catalogue, Repeat count, bindings, the buffer table, the step list,
-table bytes recounted from the runs, and every vertex parameter the op alone implies. Each difference is a
+table bytes (the checker's own count, and a recount from the runs), descriptor bytes recounted from the
+vertices, the supervisor program's size, and every vertex parameter the op alone implies. Each difference is a
 named violation; nothing here reads the backend that wrote the package."""
 
 from __future__ import annotations
@@ -23,29 +24,32 @@ def _f32_bits(x: float) -> int:
     return struct.unpack("<i", struct.pack("<f", float(x)))[0]
 
 
-def compare(prog, m: dict, plan: dict, placement: dict, graph, target) -> None:
-    """Raise Mismatch on the first difference between the package and what its sources imply."""
+def compare(prog, m: dict, plan: dict, placement: dict, graph, target, derived) -> None:
+    """Raise Mismatch on the first difference between the package and what its sources imply; `derived` is the
+    plan check's report (its own per-tile table bytes and op kinds)."""
     try:
-        _compare(prog, m, plan, placement, graph, target)
+        _compare(prog, m, plan, placement, graph, target, derived)
     except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
         raise Mismatch(f"a record is malformed ({type(e).__name__}: {e})") from None
 
 
-def _compare(prog, m, plan, placement, graph, target) -> None:
+def _compare(prog, m, plan, placement, graph, target, derived) -> None:
     _identity(m, plan, graph, prog, target)
     _target(m, target)
     _codelets(prog, m)
     _bindings(prog, graph)
     _buffers(prog, placement, target)
     _steps(prog, m)
-    _tables(prog, target)
+    _tables(prog, target, derived.tables)
+    _descriptors(prog, placement, target, derived.tables)
+    _program(prog, target, derived.op_kinds)
     ops = _ops(graph)
     for s in _compute_sets(prog):
         _params(s, ops, plan)
 
 
 def _identity(m, plan, graph, prog, target) -> None:
-    for k in ("model", "batch", "layers", "precision", "fuse_qkv"):
+    for k in ("model", "batch", "layers", "precision", "fuse_qkv", "fp8_scales"):
         if m.get(k) != plan.get(k):
             raise Mismatch(f"manifest {k} is {m.get(k)!r}, the plan's is {plan.get(k)!r}")
     reps = [op.attrs.count for op in graph.ops if op.kind is OpKind.REPEAT]
@@ -199,10 +203,10 @@ def _steps(prog, m) -> None:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): a {v.codelet} vertex appears more than once")
 
 
-def _tables(prog, t) -> None:
-    """The encoded exchange bytes of each tile are at least what its runs need: a row on every tile that takes
-    part in an exchange, the send words of each piece, the receive words per piece and destination (counted
-    per exchange program, so a lower bound of the lowering's per-transfer count)."""
+def _run_words(prog, t) -> np.ndarray:
+    """Encoded exchange bytes per tile that the package's runs need at least: a row on every tile that takes
+    part in an exchange program, the send words of each piece, the receive words per piece and destination
+    (rows are counted per exchange program, so this is a lower bound of the per-transfer count)."""
     e, T = t.encoding, t.tiles
     need = np.zeros(T, np.int64)
     for s in prog.steps:
@@ -216,15 +220,76 @@ def _tables(prog, t) -> None:
         need += recv * e.recv_piece_words
         part = (np.bincount(s.src, minlength=T) + recv) > 0
         need += part * e.row_words
-    need *= t.instruction_bytes
-    low = prog.tables
+    return need * t.instruction_bytes
+
+
+def _tables(prog, t, want) -> None:
+    """tables/lowered is exactly the checker's own count of the plan's exchanges (and local copies), and at
+    least what the package's runs encode."""
+    low, T = prog.tables, t.tiles
     if low.shape != (T,):
         raise Mismatch(f"tables/lowered has shape {low.shape}, not [{T}]")
+    diff = low != want
+    if diff.any():
+        i = int(np.flatnonzero(diff)[0])
+        raise Mismatch(f"tile {i}: tables/lowered states {int(low[i]):,} B of exchange code; the plan's exchanges "
+                       f"and local copies encode {int(want[i]):,} B")
+    need = _run_words(prog, t)
     short = low < need
     if short.any():
         i = int(np.flatnonzero(short)[0])
         raise Mismatch(f"tile {i}: tables/lowered states {int(low[i]):,} B of exchange code; its runs encode at "
                        f"least {int(need[i]):,} B")
+
+
+def _vertex_bytes(prog, t) -> np.ndarray:
+    """Descriptor bytes per tile of every vertex the package holds: the codelet's descriptor, a word per field
+    rewritten between Repeat iterations (a nonzero stride), in whole 8-byte units."""
+    out = np.zeros(t.tiles, np.int64)
+    for s in _compute_sets(prog):
+        for v in s.vertices:
+            per = cl.BY_NAME[v.codelet].descriptor_bytes(t) + 4 * (v.stride != 0).sum(1)
+            out += np.bincount(v.tile, weights=-(-per // 8) * 8, minlength=t.tiles).astype(np.int64)
+    return out
+
+
+def _descriptors(prog, placement, t, tables) -> None:
+    """Every tile holds its vertices' descriptors and its runs' exchange code within what the plan reserved for
+    both: the placement's descriptor buffers and its exchange tables (a local copy's Copy vertex is counted with
+    the tables). Summed per tile, so no step name decides which budget a vertex uses."""
+    T = t.tiles
+    held = np.zeros(T, np.int64)
+    for g in placement["groups"]:
+        nb = sum(int(b[2]) for b in g["buffers"] if "descriptors" in str(b[0]))
+        for lo, hi in g["tiles"]:
+            held[lo:hi + 1] += nb
+    desc, runs = _vertex_bytes(prog, t), _run_words(prog, t)
+    over = desc + runs > held + tables
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
+        raise Mismatch(f"tile {i}: its vertices' descriptors ({int(desc[i]):,} B) and exchange runs (at least "
+                       f"{int(runs[i]):,} B) need {int(desc[i] + runs[i]):,} B; the plan reserved "
+                       f"{int(held[i]):,} B of descriptors and {int(tables[i]):,} B of tables")
+
+
+def _program(prog, t, kinds: dict) -> None:
+    """The supervisor program: every step belongs to a scheduled op, no op has more compute sets or exchanges
+    than its kind provides for (codelets.PROGRAM), and the whole program, the Repeat's carry included, fits the
+    program bytes the plan's support reserved."""
+    sets, xs = Counter(), Counter()
+    for s in prog.steps:
+        if s.op not in kinds:
+            raise Mismatch(f"step {s.step} ({s.op} {s.name}) belongs to no op of the plan")
+        (sets if s.kind == "compute" else xs)[s.op] += 1
+    for op in set(sets) | set(xs):
+        c, x = cl.PROGRAM[kinds[op]]
+        if sets[op] > c or xs[op] > x:
+            raise Mismatch(f"op {op} ({kinds[op].value}) has {sets[op]} compute sets and {xs[op]} exchanges; "
+                           f"its kind provides for at most {c} and {x}")
+    words = (sum(sets.values()) + (prog.carry is not None)) * t.compute_set_words + sum(xs.values()) * t.exchange_words
+    have = cl.program_bytes(t, list(kinds.values()))
+    if 4 * words > have:
+        raise Mismatch(f"the supervisor program takes {4 * words:,} B; the plan reserved {have:,} B")
 
 
 def _ops(graph) -> dict:
@@ -284,16 +349,43 @@ def _attention(op, g, s, plan):
             3: STREAM_PANEL}
 
 
-# codelet -> (the op kinds it implements, the parameter words its op implies)
+def _merge(op, g, s, plan, v):
+    return {1: op.attrs.head_dim}
+
+
+def _copy(op, g, s, plan, v):
+    # bytes per row of the destination; a broadcast's first output row is the block's (the replay checks it)
+    return {0: v.row_bytes[:, 1]} | ({} if op is not None and op.kind is OpKind.BROADCAST else {1: 0})
+
+
+def _rope(op, g, s, plan, v):
+    out = op.outputs[0]
+    views = {out} | {o.outputs[0] for o in g.ops if o.kind is OpKind.SLICE and o.inputs[0] == out}
+    att = [a for a in g.ops if a.kind is OpKind.ATTENTION and a.attrs.rope and views & set(a.inputs[:2])]
+    if not att:
+        raise Mismatch(f"step {s.step} ({s.op} {s.name}): RoPE vertices where no rotary attention reads {out}")
+    a = att[0]
+    return {1: g.value(a.inputs[1]).shape[1], 2: a.attrs.rope_prefix}
+
+
+ANY = set(OpKind)
+# codelet -> (the op kinds it implements, the parameter words its op and plan imply, the words that depend on
+# the vertex's block and are checked by the replay against the tensor elements the vertex holds); every other
+# parameter word is zero
 EXPECT = {
-    cl.gemm.GEMM[False].name: ({OpKind.MATMUL}, _gemm),
-    cl.gemm.GEMM[True].name: ({OpKind.MATMUL}, _gemm),
-    cl.gemm.REDUCE.name: ({OpKind.MATMUL}, _reduce),
-    cl.vector.LAYERNORM.name: ({OpKind.LAYERNORM}, _layernorm),
-    cl.vector.GELU.name: ({OpKind.GELU}, _gelu),
-    cl.vector.CAST.name: ({OpKind.CAST}, _cast),
-    cl.attention.STREAMING.name: ({OpKind.ATTENTION}, _attention),
-    cl.attention.MATERIALIZED.name: ({OpKind.ATTENTION}, _attention),
+    cl.gemm.GEMM[False].name: ({OpKind.MATMUL}, _gemm, ()),
+    cl.gemm.GEMM[True].name: ({OpKind.MATMUL}, _gemm, ()),
+    cl.gemm.REDUCE.name: ({OpKind.MATMUL}, _reduce, ()),
+    cl.vector.LAYERNORM.name: ({OpKind.LAYERNORM}, _layernorm, (3,)),  # the column block's index
+    cl.vector.LAYERNORM_STATS.name: ({OpKind.LAYERNORM}, lambda *a: {}, ()),
+    cl.vector.ADD.name: ({OpKind.ADD}, lambda *a: {}, ()),
+    cl.vector.GELU.name: ({OpKind.GELU}, _gelu, ()),
+    cl.vector.CAST.name: ({OpKind.CAST}, _cast, ()),
+    cl.vector.COPY.name: (ANY, _copy, (1,)),  # local copies belong to any op; a broadcast is Copy vertices
+    cl.vector.ROPE.name: ({OpKind.MATMUL}, _rope, (0, 3, 4, 5, 6, 7)),  # first row and column, q and k windows
+    cl.attention.STREAMING.name: ({OpKind.ATTENTION}, _attention, ()),
+    cl.attention.MATERIALIZED.name: ({OpKind.ATTENTION}, _attention, ()),
+    cl.attention.MERGE.name: ({OpKind.ATTENTION}, _merge, (0,)),  # the last round's flag
 }
 
 
@@ -301,11 +393,13 @@ def _params(s, ops, plan) -> None:
     hit = ops.get(s.op)
     for v in s.vertices:
         rule = EXPECT.get(v.codelet)
-        if rule is None or hit is None:
-            continue
-        kinds, fn = rule
-        op, g = hit
-        if op.kind not in kinds:
+        if rule is None:
+            raise Mismatch(f"step {s.step} ({s.op} {s.name}): no parameter rule for codelet {v.codelet}")
+        kinds, fn, block_cols = rule
+        op, g = hit if hit is not None else (None, None)
+        if op is None and v.codelet != cl.vector.COPY.name:  # only the Repeat's carry has no op of its own
+            raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} vertices outside every op")
+        if op is not None and op.kind not in kinds:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} does not implement a {op.kind.value} op")
         if v.codelet in (cl.attention.STREAMING.name, cl.attention.MATERIALIZED.name):
             want = cl.attention.STREAMING if _choice(plan, s)["mode"] == "streaming" else cl.attention.MATERIALIZED
@@ -316,12 +410,17 @@ def _params(s, ops, plan) -> None:
             if v.codelet != cl.gemm.GEMM[fp8].name:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} for "
                                f"{g.value(op.inputs[0]).dtype.short} operands")
-        if v.params.ndim != 2 or v.params.shape[1] < cl.BY_NAME[v.codelet].params:
+        P = cl.BY_NAME[v.codelet].params
+        if v.params.ndim != 2 or v.params.shape[1] != P:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} vertices carry {v.params.shape} "
-                           f"parameter words, the codelet takes {cl.BY_NAME[v.codelet].params}")
-        for col, want in fn(op, g, s, plan).items():
-            bad = v.params[:, col] != want
+                           f"parameter words, the codelet takes {P}")
+        want = fn(op, g, s, plan, v) if v.codelet in (cl.vector.COPY.name, cl.vector.ROPE.name,
+                                                      cl.attention.MERGE.name) else fn(op, g, s, plan)
+        want |= {c: 0 for c in range(P) if c not in want and c not in block_cols}
+        for col, w in want.items():
+            bad = v.params[:, col] != w
             if bad.any():
                 k = int(np.flatnonzero(bad)[0])
+                w = int(np.broadcast_to(w, bad.shape)[k])
                 raise Mismatch(f"tile {int(v.tile[k])} step {s.step} ({s.op} {s.name}) {v.codelet} vertex {k}: "
-                               f"parameter {col} is {int(v.params[k, col])}, the op implies {int(want)}")
+                               f"parameter {col} is {int(v.params[k, col])}, the op implies {w}")

@@ -40,7 +40,8 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
         placement = json.loads((d / sources.LAYOUT["placement"]).read_text())
         target = load_target(str(d / sources.LAYOUT["target"]))
         spec = load_model(str(d / sources.LAYOUT["model"])).with_options(
-            layers=plan["layers"], precision=plan["precision"], fuse_qkv=plan["fuse_qkv"])
+            layers=plan["layers"], precision=plan["precision"], fuse_qkv=plan["fuse_qkv"],
+            fp8_scales=plan.get("fp8_scales") or None)
     if m.get("plan", {}).get("sha256") != m["sources"]["plan"]["sha256"]:
         return False, lines, "the manifest names a plan other than the one the package carries"
     beside = path.parent / "plan.json"
@@ -48,13 +49,13 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
         return False, lines, f"{beside} is not the plan this package was built from (sha256 differs)"
     graph = build_graph(spec, plan["batch"])
     try:
-        compare(prog, m, plan, placement, graph, target)
+        compare(prog, m, plan, placement, graph, target, rep)
     except Mismatch as e:
         return False, lines, f"the package is not what its sources imply: {e}"
     t2 = time.perf_counter()
     lines.append(f"manifest: identity, target record, codelets, Repeat x{prog.count}, {len(prog.bindings)} bindings, "
-                 f"{len(prog.buffers.name):,} buffers, step list, table bytes and vertex parameters are what model, "
-                 f"target, plan and placement imply ({t2 - t1:.1f} s)")
+                 f"{len(prog.buffers.name):,} buffers, step list, table, descriptor and program bytes and vertex "
+                 f"parameters are what model, target, plan and placement imply ({t2 - t1:.1f} s)")
     counts = validate(prog, m, path)
     t3 = time.perf_counter()
     lines.insert(0, f"package {path}: {m['model']} batch {m['batch']}, {m['layers']} layers, {len(prog.steps)} steps "

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 import ipuplan.codelets as codelets
-from ..errors import InputError
+from ..errors import InputError, ModelError
 from ..formats import PLAN
 from ..model import build_graph, load_model
 from ..artefacts import resolve_input
@@ -31,6 +31,10 @@ class CheckReport:
     ok: bool = True
     violations: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    # what a package check compares against: the checker's own per-tile exchange table bytes of the chosen
+    # plan, and the kind of every scheduled op (the supervisor program the plan reserved bytes for)
+    tables: np.ndarray | None = None
+    op_kinds: dict | None = None
 
     def fail(self, msg: str) -> None:
         self.ok = False
@@ -115,10 +119,19 @@ def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None
         precision = one_of(doc, "precision", what, ("f16", "fp8"))
         fuse = boolean(doc, "fuse_qkv", what)
         batch = integer(doc, "batch", what, 1, 4096)
-        spec = load_model(files["model"]).with_options(layers=layers, precision=precision, fuse_qkv=fuse)
+        scales = doc.get("fp8_scales", {})
+        if not isinstance(scales, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and all(isinstance(s, int) and not isinstance(s, bool) for s in v)
+                for v in scales.values()):
+            raise Invalid(f"{what}.fp8_scales: is not a mapping of GEMM to [x scale, w scale]")
+        spec = load_model(files["model"]).with_options(layers=layers, precision=precision, fuse_qkv=fuse,
+                                                       fp8_scales=scales or None)
         return build_graph(spec, batch), load_target(files["target"])
     except Invalid as e:
         rep.fail(str(e))
+        return None
+    except ModelError as e:  # scales naming no GEMM of the model
+        rep.fail(f"{what}.fp8_scales: {e}")
         return None
 
 
@@ -197,6 +210,7 @@ def _check(plan, rep: CheckReport, placement=None, base: Path | None = None) -> 
     tables = X[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
     frags = F[sel[xl]].sum(0) if len(xl) else np.zeros(T, np.int64)
     _verify(plan, rep, lim, std, il, tables, frags, steps, target)
+    rep.tables, rep.op_kinds = tables, {o.key: o.op.kind for o in ops}
     rep.lines.append(f"verified {len(ops)} ops x 2 steps on all {T} tiles; usable {lim.usable:,} B, support "
                      f"{lim.support:,} B, headroom {lim.headroom:,} B (modeled cycles are not re-derived)")
     if placement is not None:

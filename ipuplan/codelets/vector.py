@@ -21,6 +21,14 @@ ADD = Codelet("AddF16", 512, ("a", "b", "out"), params=3)
 GELU = Codelet("GeluF16", 768, ("x", "out"), params=2)
 CAST = Codelet("CastF16ToF8", 512, ("x", "out"), params=3)
 COPY = Codelet("Copy", 256, ("src", "dst"), params=2)
+
+
+def copy_list_words(target: Target) -> int:
+    """Words a local copy (a run that never leaves its tile) adds to its tile's exchange tables: the
+    descriptor of the Copy vertex that performs it, in whole 8-byte units like every vertex descriptor."""
+    return -(-COPY.descriptor_bytes(target) // 8) * 8 // 4
+
+
 # params: first flat row, tokens per image, unrotated prefix tokens, first column, q and k column windows
 ROPE = Codelet("RopeF16", 512, ("x", "sin", "cos"), params=8)
 

@@ -77,12 +77,12 @@ class Transfer:
     def frags_recv(self) -> np.ndarray:
         return self.recv_pieces
 
-    def table_words(self, enc: Encoding, patched: bool = False) -> np.ndarray:
-        """Encoded exchange-row words per tile: rows, sends, receives, the local copy list (source, destination,
-        length per local run), and for a source that moves with a Repeat iteration one patch-list word per
-        piece sent plus one displacement word per sending row."""
+    def table_words(self, enc: Encoding, copy_words: int, patched: bool = False) -> np.ndarray:
+        """Encoded exchange-row words per tile: rows, sends, receives, `copy_words` per local run and
+        destination (the descriptor of the copy vertex that moves it), and for a source that moves with a
+        Repeat iteration one patch-list word per piece sent plus one displacement word per sending row."""
         part = (self.send_pieces + self.recv_pieces) > 0
-        words = enc.row_words * part + self.send_words + self.recv_words + 3 * self.local_runs
+        words = enc.row_words * part + self.send_words + self.recv_words + copy_words * self.local_runs
         if patched:
             words = words + self.send_pieces + (self.send_pieces > 0)
         return words.astype(np.int64)

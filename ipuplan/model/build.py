@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from math import sqrt
 
-from ..errors import IRError
+from ..errors import IRError, ModelError
 from ..ir.graph import (AttentionAttrs, CastAttrs, ConcatAttrs, DType, GeluAttrs, Graph, LayerNormAttrs,
                         MatmulAttrs, NoAttrs, Op, OpKind, RepeatAttrs, Role, ShapeAttrs, SliceAttrs, Value)
 from ..ir.ops import infer
@@ -15,9 +16,13 @@ from .spec import Activation, ModelSpec, Precision
 class _Builder:
     """Appends ops in schedule order, inferring each output's type from the op rules."""
 
-    def __init__(self, name: str, spec: ModelSpec):
+    def __init__(self, name: str, spec: ModelSpec, scales: dict | None = None, scope: str = ""):
         self.name = name
         self.spec = spec
+        # GEMM key -> (x, w) scales not yet used (shared with the Repeat body's builder), and every GEMM key
+        self.scales = {k: (x, w) for k, x, w in spec.fp8_scales} if scales is None else scales
+        self.scope = scope
+        self.gemms: list[str] = []
         self.values: dict[str, Value] = {}
         self.ops: list[Op] = []
         self.inputs: list[str] = []
@@ -32,10 +37,11 @@ class _Builder:
             self.inputs.append(name)
         return name
 
-    def param(self, name: str, shape, dtype: DType = DType.F16) -> str:
+    def param(self, name: str, shape, dtype: DType = DType.F16, scale: int | None = None) -> str:
         v = self.value(name, shape, dtype, Role.PARAM)
         if dtype.is_fp8:
-            self.values[name] = Value(name, tuple(shape), dtype, Role.PARAM, self.spec.fp8_scale)
+            s = self.spec.fp8_scale if scale is None else scale
+            self.values[name] = Value(name, tuple(shape), dtype, Role.PARAM, s)
         return v
 
     def op(self, kind: OpKind, name: str, inputs, attrs=NoAttrs()) -> str:
@@ -48,11 +54,15 @@ class _Builder:
     # composite helpers -----------------------------------------------------------------------------
 
     def linear(self, name: str, x: str, w: str, b: str | None) -> str:
-        """A GEMM with the model's operand precision: FP8 inserts an explicit scaled cast of x."""
-        s = self.spec.fp8_scale if self.fp8 else 0
+        """A GEMM with the model's operand precision: FP8 inserts an explicit scaled cast of x; the scales are
+        the GEMM's own (spec.fp8_scales, keyed by the GEMM's scoped name) or the model's fixed one."""
+        xs = ws = 0
+        self.gemms.append(self.scope + name)
         if self.fp8:
-            x = self.op(OpKind.CAST, f"{name}.x8", [x], CastAttrs(DType.F143, s))
-        return self.op(OpKind.MATMUL, name, [x, w] + ([b] if b else []), MatmulAttrs(s, s))
+            xs, ws = self.scales.pop(self.scope + name, (self.spec.fp8_scale, self.spec.fp8_scale))
+            x = self.op(OpKind.CAST, f"{name}.x8", [x], CastAttrs(DType.F143, xs))
+            self.values[w] = dataclasses.replace(self.values[w], scale=ws)
+        return self.op(OpKind.MATMUL, name, [x, w] + ([b] if b else []), MatmulAttrs(xs, ws))
 
     def layernorm(self, name: str, x: str, g: str, b: str) -> str:
         return self.op(OpKind.LAYERNORM, name, [x, g, b], LayerNormAttrs(self.spec.norm_eps))
@@ -68,10 +78,11 @@ class _Builder:
                      tuple(meta))
 
 
-def _encoder_body(spec: ModelSpec, batch: int) -> Graph:
+def _encoder_body(spec: ModelSpec, batch: int, scales: dict, gemms: list) -> Graph:
     s = spec
     W, T = s.width, s.tokens
-    b = _Builder("block", s)
+    b = _Builder("block", s, scales, "encoder/")
+    b.gemms = gemms
     h = b.value("h", (batch, T, W), DType.F16, Role.INPUT)
     for n in ("ln1", "ln2"):
         b.param(f"{n}.g", (W,))
@@ -140,8 +151,9 @@ def build_graph(spec: ModelSpec, batch: int = 1) -> Graph:
     if s.pre_norm:
         x = b.layernorm("ln_pre", x, "ln_pre.g", "ln_pre.b")
 
-    body, h_in, h_out, seq, inv = _encoder_body(s, batch)
-    outer_seq = [b.param(f"layers.{n}", (L,) + body.value(n).shape, body.value(n).dtype) for n in seq]
+    body, h_in, h_out, seq, inv = _encoder_body(s, batch, b.scales, b.gemms)
+    outer_seq = [b.param(f"layers.{n}", (L,) + body.value(n).shape, body.value(n).dtype, body.value(n).scale)
+                 for n in seq]
     outer_inv = [b.value(n, body.value(n).shape, body.value(n).dtype, Role.CONST) for n in inv]
     x = b.op(OpKind.REPEAT, "encoder", [x] + outer_seq + outer_inv,
              RepeatAttrs(L, body, ((h_in, h_out),), tuple(seq), tuple(inv)))
@@ -151,7 +163,31 @@ def build_graph(spec: ModelSpec, batch: int = 1) -> Graph:
         b.param("ln_post.b", (W,))
         x = b.layernorm("ln_post", x, "ln_post.g", "ln_post.b")
     x = _pool_head(b, s, x, batch)
+    if b.scales:
+        k = sorted(b.scales)[0]
+        raise ModelError("--scales", None, f"{k} is not a GEMM of {s.name}" if b.fp8 else
+                         f"FP8 scales given for an {s.precision.value} model ({k})",
+                         f"valid: {', '.join(b.gemms)}" if b.fp8 else "scales apply to precision fp8")
     return verify(b.graph([x], meta=(("batch", batch), ("layers", L))))
+
+
+def gemm_scales(graph: Graph) -> dict[str, tuple[int, int]]:
+    """Every GEMM's (x, w) metadata scales by its scoped name, the keys of FP8 scales (a Repeat body's GEMMs as
+    `REPEAT/NAME`), in schedule order."""
+    out = {}
+
+    def walk(g, scope):
+        for op in g.ops:
+            if op.kind is OpKind.MATMUL:
+                out[scope + op.name] = (op.attrs.x_scale, op.attrs.w_scale)
+            elif op.kind is OpKind.REPEAT:
+                walk(op.attrs.body, f"{scope}{op.name}/")
+    walk(graph, "")
+    return out
+
+
+def gemm_keys(graph: Graph) -> list[str]:
+    return list(gemm_scales(graph))
 
 
 def _pool_head(b: _Builder, s: ModelSpec, x: str, batch: int) -> str:

@@ -137,6 +137,8 @@ class ModelSpec:
     fp8_scale: int
     fuse_qkv: bool
     preprocess: Preprocess | None = None
+    # per-GEMM FP8 metadata scales (GEMM key, x scale, w scale), sorted; a GEMM not listed uses fp8_scale
+    fp8_scales: tuple[tuple[str, int, int], ...] = ()
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -168,9 +170,20 @@ class ModelSpec:
         return self.locs.get(key, Loc(self.path))
 
     def with_options(self, *, layers: int | None = None, precision: str | None = None,
-                     fuse_qkv: bool | None = None) -> "ModelSpec":
-        """The same model with command-line overrides applied (validated like YAML values)."""
+                     fuse_qkv: bool | None = None, fp8_scales=None) -> "ModelSpec":
+        """The same model with command-line overrides applied (validated like YAML values); `fp8_scales`:
+        GEMM key -> (x scale, w scale), checked against the GEMMs when the graph is built."""
         changes: dict = {}
+        if fp8_scales is not None:
+            triples = ((k, *v) for k, v in fp8_scales.items()) if isinstance(fp8_scales, dict) else fp8_scales
+            try:
+                changes["fp8_scales"] = tuple(sorted((str(k), int(x), int(w)) for k, x, w in triples))
+            except (TypeError, ValueError):
+                raise ModelError("--scales", None, "is not a mapping of GEMM to (x, w) scales",
+                                 "valid: {gemm: [x, w], ...} with integer scales") from None
+            for k, x, w in changes["fp8_scales"]:
+                if not (-32 <= x <= 32 and -32 <= w <= 32):
+                    raise ModelError("--scales", None, f"{k}: scales ({x}, {w}) out of range", "valid: -32..32")
         if layers is not None:
             if not 1 <= layers <= 1024:
                 raise ModelError("--layers", None, f"{layers} is out of range", "valid: 1..1024")

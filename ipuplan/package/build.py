@@ -30,7 +30,7 @@ def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
     t2 = time.perf_counter()
     p = result.problem
     header = {"model": doc["model"], "batch": doc["batch"], "layers": doc["layers"], "precision": doc["precision"],
-              "fuse_qkv": doc["fuse_qkv"],
+              "fuse_qkv": doc["fuse_qkv"], "fp8_scales": doc.get("fp8_scales", {}),
               "inputs": doc["inputs"], "plan": {"file": "plan.json", "sha256": sha256(out_dir / "plan.json")},
               "placement": {"file": "placement.json", "sha256": sha256(out_dir / "placement.json")},
               "body": prog.info["body"], "modeled_cycles": doc["cycles"]["modeled"],

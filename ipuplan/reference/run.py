@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -27,6 +27,7 @@ class Policy:
     chunk: int
     plan: Mapping[str, dict] | None = None  # plan-faithful: each op's recorded choice (plan.json `choices`)
     choice: dict | None = None  # the choice of the op being run (set per op in plan-faithful mode)
+    observe: Callable | None = None  # called (scoped op name, op, inputs) before every op: calibration
 
     def at(self, key: str) -> "Policy":
         """This policy for op `key`: in plan-faithful mode, carrying that op's choice."""
@@ -85,6 +86,8 @@ def _run(graph: Graph, env: dict[str, np.ndarray], policy: Policy, scope: str = 
             continue
         vals = [vm[n] for n in op.inputs]
         out: Value = vm[op.outputs[0]]
+        if policy.observe is not None:
+            policy.observe(scope + op.name, op, [env[n] for n in op.inputs])
         y = KERNELS[op.kind](op, [env[n] for n in op.inputs], vals, out, policy.at(scope + op.name))
         if op.kind is OpKind.CAST:
             env[out.name] = np.asarray(y, np.float32)

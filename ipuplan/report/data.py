@@ -125,7 +125,8 @@ def _step_names(plan: dict, base: Path | None = None) -> list[str] | None:
         from ..model import build_graph, load_model
         path, _ = resolve_input(plan["inputs"]["model"], base)
         spec = load_model(path).with_options(
-            layers=plan["layers"], precision=plan.get("precision"), fuse_qkv=plan.get("fuse_qkv"))
+            layers=plan["layers"], precision=plan.get("precision"), fuse_qkv=plan.get("fuse_qkv"),
+            fp8_scales=plan.get("fp8_scales") or None)
         return build_schedule(build_graph(spec, plan["batch"])).steps
     except Exception:  # the model file moved: steps are shown by number
         return None

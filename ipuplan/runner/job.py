@@ -23,6 +23,20 @@ class RunResult:
     seconds: float
     compare: dict | None
     profile: list[dict]
+    saturated: tuple = ()  # (FP8 parameter, largest |w|, the most its scale stores) where the weights saturate
+
+
+def saturated_params(graph, weights) -> tuple:
+    """FP8 parameters whose largest magnitude exceeds what their metadata scale can store (they saturate)."""
+    from ..numerics import F143_MAX, F152_MAX
+    out = []
+    for v in graph.values:
+        if v.dtype.is_fp8 and v.name in weights:
+            top = (F143_MAX if v.dtype.short == "f143" else F152_MAX) * 2.0 ** v.scale
+            mx = float(np.max(np.abs(weights[v.name])))
+            if mx > top:
+                out.append((v.name, mx, top))
+    return tuple(out)
 
 
 def load_pixels(path: str) -> np.ndarray:
@@ -46,7 +60,8 @@ def package_spec(package: str | Path):
     m = Archive(package).manifest
     with sources.unpacked(package, m) as d:
         return load_model(str(d / sources.LAYOUT["model"])).with_options(
-            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"],
+            fp8_scales=m.get("fp8_scales") or None)
 
 
 def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = None, seed: int = 0,
@@ -63,7 +78,8 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     # the model and target are the package's own copies: a package runs from any directory
     with sources.unpacked(package, m) as d:
         spec = load_model(str(d / sources.LAYOUT["model"])).with_options(
-            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"])
+            layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"],
+            fp8_scales=m.get("fp8_scales") or None)
         tgt = load_target(str(d / sources.LAYOUT["target"]))
         plan = json.loads((d / sources.LAYOUT["plan"]).read_text())
     patches = pack_patches(pixels, spec)
@@ -96,7 +112,7 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
                         "reference_mixed_cosine": _cos(mixed, f32)},
                "emulator_seconds": round(secs, 2),
                "ratio_to_mixed_reference": round(secs / max(t3 - t2, 1e-9), 2)}
-    return RunResult(y, secs, cmp, profile(m, dev.profile))
+    return RunResult(y, secs, cmp, profile(m, dev.profile), saturated_params(g, w))
 
 
 def profile(m: dict, executed: list[dict]) -> dict:

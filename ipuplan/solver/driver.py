@@ -14,6 +14,8 @@ from typing import Callable
 from ..artefacts import INPUTS, copy_inputs, staged
 from ..formats import CERTIFICATE, PLAN, digest
 from ..model import build_graph, load_model
+from ..model.build import gemm_scales
+from ..model.spec import Precision
 from ..plan import sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
@@ -38,6 +40,7 @@ class Job:
     precision: str | None = None
     fuse_qkv: bool | None = None
     options: SolveOptions = SolveOptions()
+    fp8_scales: tuple | None = None  # (GEMM key, x, w) triples (None: the model's fixed scale)
 
 
 def instance(job: Job, spec, target, inputs: dict | None = None) -> dict:
@@ -47,11 +50,20 @@ def instance(job: Job, spec, target, inputs: dict | None = None) -> dict:
     return {
         "model": spec.name, "target": target.name, "batch": job.batch, "layers": spec.layers, "precision": spec.precision.value,
         "fuse_qkv": spec.fuse_qkv,
+        "fp8_scales": fp8_record(spec),
         "inputs": inputs or {"model": {"path": job.model, "sha256": sha256(job.model)},
                              "target": {"path": job.target, "sha256": sha256(job.target)}},
         "options": {"support_reserve": o.support_reserve, "relays": o.use_relays, "exchange_table_budget": o.table_budget,
                     "headroom": o.headroom, "catalogue": o.catalogue.value},
     }
+
+
+def fp8_record(spec) -> dict:
+    """The FP8 scales a plan records: every GEMM's (x, w) for an FP8 model (the fixed scale where none was given),
+    nothing for F16."""
+    if spec.precision is not Precision.FP8:
+        return {}
+    return {k: list(v) for k, v in gemm_scales(build_graph(spec, 1)).items()}
 
 
 def header(job: Job, spec, target, result: SolveResult, inputs: dict | None = None) -> dict:
@@ -77,7 +89,8 @@ ARTEFACTS = ("plan.json", "placement.json", "verdict.json", "certificate.json", 
 def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = None) -> tuple[SolveResult, dict]:
     """Solve, place, check; then write the verdict's artefacts into `out_dir` all at once (an interrupt or an
     error before then leaves the directory as it was; stale artefacts of an earlier verdict are removed)."""
-    spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv)
+    spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
+                                              fp8_scales=job.fp8_scales)
     target = load_target(job.target)
     graph = build_graph(spec, job.batch)
     result, placed, used = _solve_placed(graph, target, job.options, report)
@@ -206,8 +219,8 @@ def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:
 def write_certificate(path: Path, doc: dict, body: dict) -> None:
     """certificate.json: the instance (inputs and options), the certificate body, and its digest."""
     cert = {"format": CERTIFICATE, "verdict": "INFEASIBLE",
-            **{k: doc[k] for k in ("model", "target", "batch", "layers", "precision", "fuse_qkv", "inputs",
-                                   "options")},
+            **{k: doc[k] for k in ("model", "target", "batch", "layers", "precision", "fuse_qkv", "fp8_scales",
+                                   "inputs", "options")},
             **body}
     cert["digest"] = digest(cert)
     write_json(path, cert)

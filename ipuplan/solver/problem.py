@@ -186,6 +186,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     whole = cctx.shaped  # whole stored rows (padding included) move as one run
     T = target.tiles
     enc, ib = target.encoding, target.instruction_bytes
+    copy_words = cl.vector.copy_list_words(target)
     vecs = _Vectors()
     contribs: list[Contribution] = []
     xcontribs: list[XContribution] = []
@@ -215,7 +216,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                  phases: tuple[int, ...] | None = None) -> None:
         """Record transfers' encoded table bytes and pieces (each transfer its own rows); all in one exchange
         phase unless `phases` says otherwise."""
-        tab = sum(t.table_words(enc, patched) for t in trs) * ib
+        tab = sum(t.table_words(enc, copy_words, patched) for t in trs) * ib
         frg = sum(t.send_pieces + t.recv_pieces for t in trs)
         if not tab.any() and not frg.any():
             return

@@ -40,7 +40,13 @@ def job_from_doc(doc: dict, base: Path | None = None) -> Job:
                SolveOptions(batch=doc["batch"], support_reserve=o["support_reserve"], relays=o["relays"],
                             table_budget=o["exchange_table_budget"], headroom=o["headroom"],
                             seed=doc["search"]["seed"], effort=doc["search"]["effort"],
-                            catalogue=Catalogue(o.get("catalogue", "grid"))))
+                            catalogue=Catalogue(o.get("catalogue", "grid"))),
+               fp8_scales=_scales(doc))
+
+
+def _scales(doc: dict) -> tuple | None:
+    rec = doc.get("fp8_scales")
+    return tuple((k, x, w) for k, (x, w) in rec.items()) if rec else None
 
 
 def _verify(d: Path, doc: dict) -> str:

@@ -166,26 +166,44 @@ def test_identical_inputs_give_byte_identical_packages(built, tmp_path):
     assert (d / "model.ipupkg").read_bytes() == (built / "model.ipupkg").read_bytes()
 
 
-def _mutants():
+def _bench():
     import importlib.util
     spec = importlib.util.spec_from_file_location("package_mutants", ROOT / "bench" / "package_mutants.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    return mod.MUTANTS
+    return mod
 
 
-MUTANTS = _mutants()
+BENCH = _bench()
+MUTANTS = BENCH.MUTANTS
+
+
+@pytest.fixture(scope="module")
+def pe_tiny_48(tmp_path_factory):
+    """pe-tiny at 48 px, 2 layers, batch 3 on 64 tiles: class token, RoPE and an attention-pool head."""
+    d = tmp_path_factory.mktemp("pe-tiny-48")
+    (d / "model.yaml").write_text(BENCH.pe_tiny_48((MODELS / "pe-tiny.yaml").read_text()))
+    assert run_main("build", d / "model.yaml", "--target", SMALL, "--batch", "3", "-o", d / "out") == 0
+    return d / "out"
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[f"{i + 1:02d}-{m[0].replace(' ', '-')}" for i, m in enumerate(MUTANTS)])
-def test_every_semantic_mutant_is_rejected(built, tmp_path, mutant):
+def test_every_semantic_mutant_is_rejected(built, request, tmp_path, mutant):
     """bench/package_mutants.py's edits, each with every digest recomputed: `check` rejects every one, by a
     failed check or as an invalid package, and names what is wrong."""
-    cls, what, edit = mutant
-    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    cls, what, edit, *base = mutant
+    src = request.getfixturevalue("pe_tiny_48") if base == ["pe-tiny-48"] else built
+    bad = rewrite(src / "model.ipupkg", tmp_path / "model.ipupkg", edit)
     try:
         ok, _, why = check_package(bad)
     except PackageError as e:
         assert "model.ipupkg" in str(e)
         return
     assert not ok and why, f"{cls}: {what} was accepted"
+
+
+def test_mutation_bases_check(pe_tiny_48):
+    """The unmutated bases pass: the rules that reject the mutants hold for what the backend writes."""
+    ok, lines, why = check_package(pe_tiny_48 / "model.ipupkg")
+    assert ok, why
+    assert any("descriptor and program bytes" in ln for ln in lines)

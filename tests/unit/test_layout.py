@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ipuplan.catalogue.records import layout_record
 from ipuplan.catalogue.transport import home_layout, relay_layout
 from ipuplan.checker import exchange as cx
+from ipuplan.codelets.vector import copy_list_words
 from ipuplan.checker.geometry import tile_bytes as check_tile_bytes
 from ipuplan.layout import ColumnWindow, Encoding, Layout, MemClass, balanced, transfers
 from ipuplan.layout.transfer import stream_transfer
@@ -256,14 +257,14 @@ def test_exchange_counts_agree_with_the_checker(rows_per_group, words, a, b, til
     src, dst = mk(a, src_cols, 1), mk(b, cols, 16)
     window = (8, 8 + cols) if windowed else None
     tr = transfers(ColumnWindow(src, *window) if windowed else src, dst, tiles, enc=target.encoding)
-    mine = tr.table_words(target.encoding) * target.instruction_bytes
+    mine = tr.table_words(target.encoding, copy_list_words(target)) * target.instruction_bytes
     theirs = cx.grid_transfer(layout_record(src), window, layout_record(dst), tiles, target)
     assert np.array_equal(mine, theirs.table_bytes(target, False))
     assert np.array_equal(tr.send_pieces + tr.recv_pieces, theirs.send_pieces + theirs.recv_pieces)
     home = home_layout(tiles, "w", dst)
     st_ = stream_transfer(home, dst, tiles, target.encoding)
     theirs = cx.stream_transfer(layout_record(home), layout_record(dst), tiles, target)
-    assert np.array_equal(st_.table_words(target.encoding, True) * 4, theirs.table_bytes(target, True))
+    assert np.array_equal(st_.table_words(target.encoding, copy_list_words(target), True) * 4, theirs.table_bytes(target, True))
 
 
 def test_encoding_counts_instruction_words():
@@ -355,7 +356,7 @@ def test_whole_row_counts_agree_with_the_checker(rows_per_group, words, a, b, ti
     src, dst = mk(a), mk(b)
     tr = transfers(src, dst, tiles, enc=target.encoding, whole_rows=True)
     theirs = cx.grid_transfer(layout_record(src), None, layout_record(dst), tiles, target, whole_rows=True)
-    assert np.array_equal(tr.table_words(target.encoding) * target.instruction_bytes, theirs.table_bytes(target, False))
+    assert np.array_equal(tr.table_words(target.encoding, copy_list_words(target)) * target.instruction_bytes, theirs.table_bytes(target, False))
     assert np.array_equal(tr.send_pieces + tr.recv_pieces, theirs.send_pieces + theirs.recv_pieces)
     assert np.array_equal(tr.send, theirs.send_bytes) and np.array_equal(tr.recv, theirs.recv_bytes)
 
@@ -377,7 +378,7 @@ def test_blocks_home_stages_each_block_as_one_run():
         rec = home_of("p", layout_record(staged), tiles, (home.kind.value, home.chunks))
         assert rec == layout_record(h)  # the checker derives the same home on its own
         theirs = cx.grid_transfer(rec, None, layout_record(staged), tiles, target, whole_rows=True)
-        assert np.array_equal(tr.table_words(target.encoding, True) * 4, theirs.table_bytes(target, True))
+        assert np.array_equal(tr.table_words(target.encoding, copy_list_words(target), True) * 4, theirs.table_bytes(target, True))
     # the spread home of the same vector: one piece per 8-byte grain it spans on each of 36 tiles
     spread = stream_transfer(home_layout(tiles, "p", vec), vec, tiles, target.encoding)
     assert spread.recv_pieces.max() == 36

@@ -70,10 +70,10 @@ def cell_runs(tr: Transfer, src: Placed, dst: Placed, enc: Encoding, sequence: b
     return ex, loc
 
 
-def table_words(runs: Runs, local: Runs, tiles: int, enc: Encoding, patched: bool) -> np.ndarray:
+def table_words(runs: Runs, local: Runs, tiles: int, enc: Encoding, patched: bool, copy_words: int) -> np.ndarray:
     """Encoded instruction words per tile for one transfer row, counted from its runs exactly as the planner
     counts a Transfer: row words on every tile that sends or receives, send words per piece, receive words
-    per piece and destination, three words per local run, and the Repeat patch words of a moving source."""
+    per piece and destination, `copy_words` per local run and destination (its Copy vertex), and the Repeat patch words of a moving source."""
     z = lambda idx, w: np.bincount(idx, weights=w, minlength=tiles).astype(np.int64)
     words = runs.nbytes // WORD
     send_pieces = z(runs.src, np.ones(len(runs.src)))
@@ -83,7 +83,7 @@ def table_words(runs: Runs, local: Runs, tiles: int, enc: Encoding, patched: boo
     part = (send_pieces + recv_pieces) > 0
     out = enc.row_words * part + send + recv_pieces * enc.recv_piece_words
     lv = local.dst >= 0
-    out += 3 * z(local.src[lv.any(1)], lv.sum(1)[lv.any(1)].astype(float))
+    out += copy_words * z(local.src[lv.any(1)], lv.sum(1)[lv.any(1)].astype(float))
     if patched:
         out += send_pieces + (send_pieces > 0)
     return out

@@ -50,6 +50,7 @@ def lower(p, chosen: set, pp) -> Program:
         raise LoweringError("only plans under the memory map (not --support-reserve) have real addresses")
     t = p.target
     T, enc, ib = t.tiles, t.encoding, t.instruction_bytes
+    cw = vector.copy_list_words(t)
     placed, table = placed_buffers(p, chosen, pp, t.memory_map.base)
     cx = Ctx(p, chosen, placed)
     sched = p.sched
@@ -78,7 +79,7 @@ def lower(p, chosen: set, pp) -> Program:
                 ex, loc = cell_runs(tr, cx.buf(sw), cx.buf(dw), enc, x.patched)
                 phases[k].append(ex)
                 local.append(loc)
-                tables += table_words(ex, loc, T, enc, x.patched) * ib
+                tables += table_words(ex, loc, T, enc, x.patched, cw) * ib
         loc = Runs.concat(local)
         if len(loc.src):
             steps.append(ComputeSet(sx, section(sx), op, "local copies", (_copies(loc),)))
@@ -92,7 +93,7 @@ def lower(p, chosen: set, pp) -> Program:
                 continue
             inner = im.internal[item[1]]
             ex, loc = cell_runs(inner.transfer, cx.own(op, inner.src).buf, cx.own(op, inner.dst).buf, enc, False)
-            tables += table_words(ex, loc, T, enc, False) * ib
+            tables += table_words(ex, loc, T, enc, False, cw) * ib
             if len(loc.src):
                 steps.append(ComputeSet(sc, section(sc), op, f"{inner.what} (local)", (_copies(loc),)))
             steps.append(_exchange(sc, section(sc), op, inner.what, ex))

@@ -177,6 +177,8 @@ def layernorm(g) -> None:
     R = xr.shape[1]
     if g.params[0, 2] <= 1:
         g.require(((c0 == 0) & (n == C))[:, None, None], "x", lambda v: "normalizes a row it does not hold whole")
+        g.require((g.params[:, 3] == 0)[:, None, None], "x", lambda v: "parameter 3 names a column block of a "
+                                                                       "row held whole")
     else:
         want = (xr[:, :, None] * 2 + np.arange(2)).reshape(len(xr), -1)
         parts = [g.read_words("partial", 2 * R)]
@@ -196,6 +198,9 @@ def layernorm(g) -> None:
         lo, hi = np.take_along_axis(lo, o, 1), np.take_along_axis(hi, o, 1)
         ok = (lo[:, 0] == 0) & (hi[:, -1] == C) & (lo[:, 1:] == hi[:, :-1]).all(1)
         g.require(ok[:, None, None], "received", lambda v: "the statistics do not cover the row's columns once")
+        own = np.argmax(o == 0, 1)  # the sums are added in column-block order: the vertex must know its place
+        g.require((g.params[:, 3] == own)[:, None, None], "x",
+                  lambda v: f"parameter 3 (its column block) is {g.params[v, 3]}, its columns are block {own[v]}")
     g.scratch("scratch")
     g.write("out", out_tags(op.out, op.gen, 0, xr, C, c0, n, 2))
 
@@ -253,6 +258,10 @@ def rope(g) -> None:
     g.require(d.valid & (d.tensor == op.out) & (d.gen == op.gen) & (d.code == 0), "x",
               lambda v: g.describe(xt[v], f"{g.tensors.name(op.out)} iteration {op.gen}, not yet rotated"))
     rows, cols = d.elem[:, :, 0] // op.n, d.elem % op.n
+    g.require((g.params[:, 0] == rows[:, 0])[:, None, None], "x",
+              lambda v: f"parameter 0 (first row) is {g.params[v, 0]}, the block's first row is {rows[v, 0]}")
+    g.require((g.params[:, 3] == cols[:, 0, 0])[:, None, None], "x",
+              lambda v: f"parameter 3 (first column) is {g.params[v, 3]}, the block's is {cols[v, 0, 0]}")
     S, prefix, D = g.params[:, 1], g.params[:, 2], op.rope_dim
     t = rows % S[:, None]
     for f, tid in (("sin", op.rope_tables[0]), ("cos", op.rope_tables[1])):
