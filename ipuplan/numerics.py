@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ml_dtypes
+import numba
 import numpy as np
 
 from .ir.graph import DType
@@ -49,18 +50,26 @@ def gemm(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
     w2 = np.asarray(w, np.float64)
     if acc not in (DType.F16, DType.F32):
         raise ValueError(f"accumulator must be f16 or f32, not {acc.short}")
-    out = _accumulate((x2[:, k0:k0 + chunk] @ w2[k0:k0 + chunk] for k0 in range(0, k, chunk)), acc)
-    if out is None:
+    if k == 0:
         return np.zeros(lead + (w.shape[1],), np.float32)
+    # row blocks whose accumulators stay in cache across the k chunks (every element's rounding is its own)
+    blk = max(8, ROW_BLOCK_ELEMENTS // max(1, w2.shape[1]))
+    out = np.empty((x2.shape[0], w2.shape[1]), np.float32)
+    for r0 in range(0, x2.shape[0], blk):
+        xb = x2[r0:r0 + blk]
+        out[r0:r0 + blk] = _accumulate((xb[:, k0:k0 + chunk] @ w2[k0:k0 + chunk] for k0 in range(0, k, chunk)), acc)
     return out.reshape(lead + (w.shape[1],))
+
+
+ROW_BLOCK_ELEMENTS = 1 << 18  # float64 accumulator elements per row block (2 MiB)
 
 
 def _accumulate(parts, acc: DType) -> np.ndarray | None:
     """Exact float64 chunk sums, each rounded to `acc` and added in order with a rounding after every add.
-    numpy rounds float64 -> float16/float32 correctly in one step. An F32 accumulator adds in float32: IEEE
-    float32 addition of float32 values equals the float64 sum rounded to float32 (binary64 has more than
-    2 x 24 + 2 bits, so double rounding is innocuous); an F16 accumulator adds in float64 (exact) and rounds,
-    since numpy's float16 addition goes through float32 and could round twice."""
+    An F32 accumulator adds in float32: IEEE float32 addition of float32 values equals the float64 sum rounded
+    to float32 (binary64 has more than 2 x 24 + 2 bits, so double rounding is innocuous); an F16 accumulator
+    adds in float64 (exact for two float16 values) and rounds to float16 (`_round_f16`, compiled, on the bit
+    pattern: two passes per chunk instead of four numpy conversions)."""
     out = None
     if acc is DType.F32:
         for part in parts:
@@ -68,9 +77,52 @@ def _accumulate(parts, acc: DType) -> np.ndarray | None:
             out = p if out is None else out + p
         return out
     for part in parts:
-        p = part.astype(np.float16).astype(np.float64)
-        out = p if out is None else (out + p).astype(np.float16).astype(np.float64)
+        part = np.ascontiguousarray(part, np.float64)  # each chunk sum is a fresh temporary: rounded in place
+        if out is None:
+            out = np.empty_like(part)
+            _set_f16(out.reshape(-1), part.reshape(-1))
+        else:
+            _add_f16(out.reshape(-1), part.reshape(-1))
     return None if out is None else out.astype(np.float32)
+
+
+_F16_MAX_BITS = np.float64(65504.0).view(np.uint64)
+_INF_BITS = np.float64(np.inf).view(np.uint64)
+
+
+@numba.njit(cache=True)
+def _round_f16(f, bits) -> None:
+    """Round float64 array `f` (with `bits`, its uint64 view) in place to the nearest float16 (ties to even),
+    values kept as float64; overflow to infinity as float16 conversion does (|x| >= 65520). In float16's normal
+    range the 42 low mantissa bits are rounded off on the bit pattern (a carry moves into the exponent); below
+    2^-14 the quantum is 2^-24. Equal to np.float16 conversion for every float64 (tests/unit/test_numerics.py)."""
+    drop = np.uint64((1 << 42) - 1)
+    for i in range(bits.size):
+        b = bits[i]
+        e = (b >> np.uint64(52)) & np.uint64(0x7FF)
+        if e == np.uint64(0x7FF):  # inf, nan
+            continue
+        if e >= np.uint64(1023 - 14):
+            r = (b + np.uint64((1 << 41) - 1) + ((b >> np.uint64(42)) & np.uint64(1))) & ~drop
+            sign = r & np.uint64(1 << 63)
+            if r - sign > _F16_MAX_BITS:
+                r = sign | _INF_BITS
+            bits[i] = r
+        else:
+            f[i] = np.rint(f[i] * 16777216.0) / 16777216.0
+
+
+def _set_f16(acc: np.ndarray, part: np.ndarray) -> None:
+    """acc <- round_f16(part) (the first chunk)."""
+    acc[...] = part
+    _round_f16(acc, acc.view(np.uint64))
+
+
+def _add_f16(acc: np.ndarray, part: np.ndarray) -> None:
+    """acc <- round_f16(acc + round_f16(part)), in place (`part` is overwritten)."""
+    _round_f16(part, part.view(np.uint64))
+    np.add(acc, part, out=acc)  # two float16 values: exact in float64
+    _round_f16(acc, acc.view(np.uint64))
 
 
 def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:

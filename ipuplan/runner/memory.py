@@ -122,20 +122,33 @@ class Slabs:
 
     def read_unique(self, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         """(the distinct slabs' values [U, rows, n], which one each vertex holds [V]): replicated operands
-        are decoded, and multiplied, once."""
+        are decoded, and multiplied, once. Slabs are grouped by a hash of 64 sampled bytes, then every slab is
+        compared whole with its group's first (a collision splits the group), without copying them all."""
         self.read_check()
-        raw = self.raw()
-        flat = raw.reshape(len(raw), -1)
-        probe = np.unique(np.linspace(0, flat.shape[1] - 1, min(flat.shape[1], 64)).astype(np.int64))
-        h = flat[:, probe].astype(np.float64) @ np.random.default_rng(0).random(len(probe))
+        V = len(self.data)
+        if V == 0:
+            return decode(np.zeros((0, 0, 0), np.uint8), dtype), np.zeros(0, np.int64)
+        rows, n = self.data[0].shape
+        probe = np.unique(np.linspace(0, rows * n - 1, min(rows * n, 64)).astype(np.int64))
+        pr, pc = probe // n, probe % n
+        h = np.stack([d[pr, pc] for d in self.data]).astype(np.float64) @ np.random.default_rng(0).random(len(probe))
         _, first, inv = np.unique(h, return_index=True, return_inverse=True)
         inv = np.asarray(inv).ravel()
-        if not (flat == flat[first[inv]]).all():  # a hash collision: every slab its own
-            first, inv = np.arange(len(raw)), np.arange(len(raw))
-        return decode(raw[first], dtype), inv
+        reps = list(first)
+        for v in range(V):
+            u = inv[v]
+            if v != first[u] and not np.array_equal(self.data[v], self.data[first[u]]):
+                match = next((k for k, r in enumerate(reps) if np.array_equal(self.data[v], self.data[r])), None)
+                if match is None:
+                    reps.append(v)
+                    match = len(reps) - 1
+                inv[v] = match
+        return decode(np.stack([self.data[r] for r in reps]), dtype), inv
 
     def read_check(self, rows_ok: np.ndarray | None = None) -> None:
         """Every byte read was written in its buffer's lifetime (rows the codelet skips excepted)."""
+        if rows_ok is None and all(f.all() for f in self.flags):  # the common case, without a copy
+            return
         ok = np.stack(self.flags)
         if rows_ok is not None:
             ok = ok | ~rows_ok[:, :, None]
