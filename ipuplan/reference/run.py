@@ -78,6 +78,14 @@ def run_graph(graph: Graph, inputs: Mapping[str, np.ndarray], params: Mapping[st
     return {n: env[n] for n in graph.outputs}
 
 
+def op_executions(graph: Graph) -> int:
+    """How many op executions running `graph` takes (a Repeat body's ops once per iteration): a progress total."""
+    n = 0
+    for op in graph.ops:
+        n += op.attrs.count * op_executions(op.attrs.body) if op.kind is OpKind.REPEAT else 1
+    return n
+
+
 def _run(graph: Graph, env: dict[str, np.ndarray], policy: Policy, scope: str = "") -> None:
     vm = graph.value_map
     for op in graph.ops:

@@ -121,18 +121,24 @@ class Emulator(Device):
         self.fields = {c["name"]: cl.BY_NAME[c["name"]].fields for c in self.manifest["codelets"]}
         bt = self.prog.buffers
         self.tiles_of = [np.flatnonzero(bt.group_of_tile == g) for g in range(int(bt.group_of_tile.max()) + 1)]
-        self._starts: dict[int, list[int]] = {}
-        for b in range(len(bt.addr)):
-            self._starts.setdefault(int(bt.first[b]), []).append(b)
+        # per step: the byte ranges whose buffers' lifetimes begin there, merged per tile group
+        self._starts: dict[int, list[tuple[int, int, int]]] = {}
+        live = bt.size > 0
+        order = np.lexsort((bt.addr, bt.group, bt.first))
+        for b in order[live[order]]:
+            step, g, lo, hi = int(bt.first[b]), int(bt.group[b]), int(bt.addr[b]), int(bt.addr[b] + bt.size[b])
+            runs = self._starts.setdefault(step, [])
+            if runs and runs[-1][0] == g and runs[-1][2] >= lo:
+                runs[-1] = (g, runs[-1][1], max(runs[-1][2], hi))
+            else:
+                runs.append((g, lo, hi))
         self._clear_from(0, 0)  # program-lifetime buffers start empty
         return self.manifest
 
     def _clear_from(self, lo: int, hi: int) -> None:
-        bt = self.prog.buffers
         for s in range(lo, hi + 1):
-            for b in self._starts.get(s, ()):
-                if bt.size[b]:
-                    self.mem.clear(self.tiles_of[int(bt.group[b])], int(bt.addr[b]), int(bt.size[b]))
+            for g, a, b in self._starts.get(s, ()):
+                self.mem.clear(self.tiles_of[g], a, b - a)
 
     # --- host calls -----------------------------------------------------------------------------------
 

@@ -71,6 +71,7 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     from ..model.host import pack_patches
     from ..model.weights import load_weights, random_weights
     from ..reference import Mode, Policy, run_graph
+    from ..reference.run import op_executions
     from ..target import load_target
     package = Path(package)
     dev = Emulator(None, progress)
@@ -94,14 +95,25 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     secs = time.perf_counter() - t0
     cmp = None
     if compare:
+        def policy(mode: Mode, label: str, **kw) -> Policy:
+            """The reference's policy, reporting each op it runs as progress."""
+            pol = dataclasses.replace(Policy.for_target(tgt, mode), **kw)
+            if progress is None:
+                return pol
+            total, done = op_executions(g), [0]
+
+            def seen(key, op, ins) -> None:
+                done[0] += 1
+                progress(f"{label} reference: {key}", done[0], total)
+            return dataclasses.replace(pol, observe=seen)
         t1 = time.perf_counter()
         if faithful:
-            pol = dataclasses.replace(Policy.for_target(tgt, Mode.MIXED), plan=plan["choices"])
-            ref = run_graph(g, {"patches": patches}, w, pol)[g.outputs[0]]
+            ref = run_graph(g, {"patches": patches}, w, policy(Mode.MIXED, "plan-faithful",
+                                                               plan=plan["choices"]))[g.outputs[0]]
         t2 = time.perf_counter()
-        mixed = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, Mode.MIXED))[g.outputs[0]]
+        mixed = run_graph(g, {"patches": patches}, w, policy(Mode.MIXED, "mixed"))[g.outputs[0]]
         t3 = time.perf_counter()
-        f32 = run_graph(g, {"patches": patches}, w, Policy.for_target(tgt, Mode.FP32))[g.outputs[0]]
+        f32 = run_graph(g, {"patches": patches}, w, policy(Mode.FP32, "fp32"))[g.outputs[0]]
         diff = (y != ref) if faithful else None
         cmp = {"plan_faithful": {"bit_exact": not diff.any(), "differing": int(diff.sum()), "elements": int(y.size),
                                  "max_abs": float(np.abs(y - ref).max()), "seconds": round(t2 - t1, 2)}

@@ -52,6 +52,21 @@ def test_plan_faithful_differs_from_plain_mixed_only_by_rounding(built):
     assert c["plan_faithful"]["bit_exact"] and c["mixed"]["cosine"] > 0.9999 and c["fp32"]["cosine"] > 0.999
 
 
+def test_progress_covers_the_emulator_and_every_reference(built):
+    """`run --compare` reports progress through the emulator's supersteps, then each reference's ops, each phase
+    counting up to its own total (the time-left estimate extrapolates within it)."""
+    seen = []
+    run_package(built / "model.ipupkg", np.load(built / "pixels.npy"), compare=True,
+                progress=lambda what, done, total: seen.append((what, done, total)))
+    phases = {}
+    for what, done, total in seen:
+        key = what.split(" reference:")[0] if " reference:" in what else "emulator"
+        phases.setdefault(key, []).append((done, total))
+    assert list(phases) == ["emulator", "plan-faithful", "mixed", "fp32"]
+    for steps in phases.values():
+        assert steps[-1][0] == steps[-1][1] and all(a[0] < b[0] for a, b in zip(steps, steps[1:]))
+
+
 def test_emulator_is_a_device(built):
     dev = Emulator(None)
     assert isinstance(dev, Device)
