@@ -62,7 +62,9 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
               seed: int = typer.Option(0, "--seed", help="seed of the random weights (without --weights)"),
               target: Optional[str] = typer.Option(None, "--target", help="target YAML (accumulation policy)"),
               plan: Optional[str] = typer.Option(None, "--plan", help="a build or solve directory: round in the "
-                                                 "plan's order (its k-splits, key splits, statistics; --mode mixed)"),
+                                                 "plan's order (its k-splits, key splits, statistics; --mode mixed), "
+                                                 "with its precision and FP8 scales"),
+              scales: str = typer.Option("fixed", "--scales", help=SCALES_HELP + " (without --plan)"),
               as_json: bool = typer.Option(False, "--json", help="print what was written as JSON")) -> None:
     """Run the numpy reference on an image batch and write the pooled embedding."""
     import numpy as np
@@ -80,21 +82,28 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
         raise InputError("--mode", None, f"{mode!r} is not a mode", "valid: fp32, mixed") from None
     _seed(seed)
     dest = output_file(output, "-o", ".npy")
-    spec = _load(model, layers)
+    doc = None
+    if plan is not None:
+        if m is not Mode.MIXED:
+            raise InputError("--plan", None, "needs --mode mixed", "the plan fixes the mixed mode's rounding order")
+        if scales != "fixed":
+            raise InputError("--scales", None, "is given with --plan", "the plan's own FP8 scales apply")
+        try:
+            doc = json.loads((Path(plan) / "plan.json").read_text())
+            spec = _load(model, layers).with_options(precision=doc["precision"], fuse_qkv=doc["fuse_qkv"],
+                                                     fp8_scales=doc.get("fp8_scales") or None)
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise InputError(str(Path(plan) / "plan.json"), None, f"not a readable plan ({e})",
+                             "pass a directory ipuplan solve or build wrote") from None
+    else:
+        spec = _load(model, layers).with_options(fp8_scales=cli_common._scales(scales, model))
     tgt = load_target(_target_path(target))
     x = _images_or_pixels(pixels, image, spec)
     patches = pack_patches(x, spec, pixels or "--image")
     g = build_graph(spec, patches.shape[0])
     w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
     pol = Policy.for_target(tgt, m)
-    if plan is not None:
-        if m is not Mode.MIXED:
-            raise InputError("--plan", None, "needs --mode mixed", "the plan fixes the mixed mode's rounding order")
-        try:
-            doc = json.loads((Path(plan) / "plan.json").read_text())
-        except (OSError, ValueError) as e:
-            raise InputError(str(Path(plan) / "plan.json"), None, f"not a readable plan ({e})",
-                             "pass a directory ipuplan solve or build wrote") from None
+    if doc is not None:
         if doc.get("model") != spec.name or doc.get("batch") != patches.shape[0] or doc.get("layers") != spec.layers:
             raise InputError("--plan", None, f"the plan is for {doc.get('model')} batch {doc.get('batch')}, "
                              f"{doc.get('layers')} layers", f"give a plan for {spec.name} batch {patches.shape[0]}, "

@@ -103,8 +103,15 @@ def test_build_records_the_scales_and_check_derives_the_bindings(calibrated, cli
     assert {k: tuple(v) for k, v in plan["fp8_scales"].items()} == sc
     r = cli("check", d / "b" / "model.ipupkg")
     assert r.code == 0, r.out + r.err
-    r = cli("run", d / "b" / "model.ipupkg", "--pixels", d / "x.npy", "--compare", "--json")
+    r = cli("run", d / "b" / "model.ipupkg", "--pixels", d / "x.npy", "--compare", "--json", "-o", d / "y.npy")
     assert r.code == 0 and json.loads(r.out)["compare"]["plan_faithful"]["bit_exact"]
+    # reference --plan takes the plan's scales: the emulator's output bit for bit
+    r = cli("reference", d / "m.yaml", "--pixels", d / "x.npy", "--mode", "mixed", "--plan", d / "b",
+            "-o", d / "ref.npy")
+    assert r.code == 0 and np.array_equal(np.load(d / "ref.npy"), np.load(d / "y.npy"))
+    r = cli("reference", d / "m.yaml", "--pixels", d / "x.npy", "--mode", "mixed", "--scales", d / "s.json",
+            "-o", d / "ref2.npy")
+    assert r.code == 0 and np.load(d / "ref2.npy").shape == (2, 144)
 
 
 def test_scales_are_covered_by_check(calibrated, tmp_path):
