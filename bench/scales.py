@@ -77,7 +77,7 @@ def main() -> None:
     from ipuplan.model import load_model
     print(f"# FP8 scales vs upstream fp32, {LAYERS} layers, batch 1, c600, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}")
-    print("| model | fixed: cosine | calibrated: cosine | mixed reference (calibrated) vs fp32 | "
+    print("| model | fixed: cosine | calibrated: cosine | calibrated: mixed reference vs fp32 reference | "
           "plan-faithful | seconds |")
     print("|---|---:|---:|---:|---|---:|")
     for name in a.models.split(","):
