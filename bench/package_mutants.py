@@ -464,8 +464,9 @@ def main() -> None:
         except (LookupError, StopIteration) as e:
             print(f"| {i} | {cls} | {what} | not applicable ({e}) | |")
             continue
-        c = _check(pkg)
-        r = _run(pkg, pixels)
+        # messages name packages relative to the output directory, as the table is read elsewhere
+        c = _check(pkg).replace(f"{out}/", "")
+        r = _run(pkg, pixels).replace(f"{out}/", "")
         acc = c == "ACCEPTED"
         by_class.setdefault(cls, [0, 0])[acc] += 1
         print(f"| {i} | {cls} | {what} | {c[:150].replace('|', '/')} | {r[:100].replace('|', '/')} |", flush=True)

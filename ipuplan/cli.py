@@ -13,7 +13,7 @@ from rich.table import Table
 
 from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
                          _images_or_pixels, _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
-from . import cli_common
+from . import cli_common, options
 from .errors import InputError, Interrupted, IpuplanError
 
 
@@ -96,7 +96,7 @@ def reference(model: str = typer.Argument(..., help="model YAML"),
             raise InputError(str(Path(plan) / "plan.json"), None, f"not a readable plan ({e})",
                              "pass a directory ipuplan solve or build wrote") from None
     else:
-        spec = _load(model, layers).with_options(fp8_scales=cli_common._scales(scales, model))
+        spec = _load(model, layers).with_options(fp8_scales=options.fp8_scales(scales, model))
     tgt = load_target(_target_path(target))
     x = _images_or_pixels(pixels, image, spec)
     patches = pack_patches(x, spec, pixels or "--image")
@@ -168,7 +168,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                    seed=seed, relays=relay, table_budget=table_budget, headroom=headroom,
                                    explain=not no_explain, strategy=strategy, slack_effort=slack_effort,
                                    catalogue=_catalogue(catalogue)),
-              fp8_scales=cli_common._scales(scales, model))
+              fp8_scales=options.fp8_scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc = run_solve(job, out_dir, report)
     cli_common.decided(result.verdict.exit_code)

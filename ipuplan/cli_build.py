@@ -9,8 +9,9 @@ from typing import List, Optional
 
 import typer
 
-from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict, _scales, _seconds,
+from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict, _seconds,
                          _seed, _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
+from . import options
 from .errors import InputError
 
 
@@ -51,7 +52,7 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
               options=SolveOptions(batch=batch, time_limit=time_limit, effort=effort, seed=seed, relays=relay,
                                    table_budget=table_budget, headroom=headroom, explain=False,
                                    catalogue=_catalogue(catalogue)),
-              fp8_scales=_scales(scales, model))
+              fp8_scales=options.fp8_scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     result, doc, summary = run_build(job, out_dir, report)
     decided(result.verdict.exit_code)

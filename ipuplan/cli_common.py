@@ -246,11 +246,6 @@ SCALES_HELP = ("FP8 metadata scales: `fixed` (the model's fp8_scale for every GE
                "written by `ipuplan calibrate`")
 
 
-def _scales(arg: str, model: str) -> tuple | None:
-    from . import options
-    return options.fp8_scales(arg, model)
-
-
 def _images_or_pixels(pixels: Optional[str], images: Optional[list], spec):
     """The batch to run: a normalized float32 .npy (--pixels) or image files preprocessed as the model declares
     (--image, repeated); exactly one of the two."""

@@ -40,8 +40,9 @@ def _compare(prog, m, plan, placement, graph, target, derived) -> None:
     _bindings(prog, graph)
     _buffers(prog, placement, target)
     _steps(prog, m)
-    _tables(prog, target, derived.tables)
-    _descriptors(prog, placement, target, derived.tables)
+    runs = _run_words(prog, target)
+    _tables(prog, target, derived.tables, runs)
+    _descriptors(prog, placement, target, derived.tables, runs)
     _program(prog, target, derived.op_kinds)
     ops = _ops(graph)
     for s in _compute_sets(prog):
@@ -223,7 +224,7 @@ def _run_words(prog, t) -> np.ndarray:
     return need * t.instruction_bytes
 
 
-def _tables(prog, t, want) -> None:
+def _tables(prog, t, want, need) -> None:
     """tables/lowered is exactly the checker's own count of the plan's exchanges (and local copies), and at
     least what the package's runs encode."""
     low, T = prog.tables, t.tiles
@@ -234,7 +235,6 @@ def _tables(prog, t, want) -> None:
         i = int(np.flatnonzero(diff)[0])
         raise Mismatch(f"tile {i}: tables/lowered states {int(low[i]):,} B of exchange code; the plan's exchanges "
                        f"and local copies encode {int(want[i]):,} B")
-    need = _run_words(prog, t)
     short = low < need
     if short.any():
         i = int(np.flatnonzero(short)[0])
@@ -253,7 +253,7 @@ def _vertex_bytes(prog, t) -> np.ndarray:
     return out
 
 
-def _descriptors(prog, placement, t, tables) -> None:
+def _descriptors(prog, placement, t, tables, runs) -> None:
     """Every tile holds its vertices' descriptors and its runs' exchange code within what the plan reserved for
     both: the placement's descriptor buffers and its exchange tables (a local copy's Copy vertex is counted with
     the tables). Summed per tile, so no step name decides which budget a vertex uses."""
@@ -263,7 +263,7 @@ def _descriptors(prog, placement, t, tables) -> None:
         nb = sum(int(b[2]) for b in g["buffers"] if "descriptors" in str(b[0]))
         for lo, hi in g["tiles"]:
             held[lo:hi + 1] += nb
-    desc, runs = _vertex_bytes(prog, t), _run_words(prog, t)
+    desc = _vertex_bytes(prog, t)
     over = desc + runs > held + tables
     if over.any():
         i = int(np.flatnonzero(over)[0])
@@ -316,33 +316,33 @@ def _rounds(pk: int) -> int:
     return max(0, (int(pk) - 1).bit_length())
 
 
-def _gemm(op, g, s, plan):
+def _gemm(op, g, s, plan, v):
     a = op.attrs
     x, w = g.value(op.inputs[0]), g.value(op.inputs[1])
     partial = int(_choice(plan, s)["pk"]) > 1  # k split over tiles: F32 partials, then reduction rounds
     return {0: a.x_scale + a.w_scale, 1: int(partial), 2: DTYPE_CODE[x.dtype.short], 3: DTYPE_CODE[w.dtype.short]}
 
 
-def _reduce(op, g, s, plan):
+def _reduce(op, g, s, plan, v):
     last = s.name == f"reduce round {_rounds(_choice(plan, s)['pk'])}"  # only the last round writes the output
     return {0: int(last), 1: op.attrs.x_scale + op.attrs.w_scale}
 
 
-def _layernorm(op, g, s, plan):
+def _layernorm(op, g, s, plan, v):
     return {0: _f32_bits(op.attrs.eps), 1: g.value(op.inputs[0]).shape[-1],
             2: int(_choice(plan, s)["output"]["pc"])}
 
 
-def _gelu(op, g, s, plan):
+def _gelu(op, g, s, plan, v):
     return {0: int(op.attrs.approximate)}
 
 
-def _cast(op, g, s, plan):
+def _cast(op, g, s, plan, v):
     return {0: op.attrs.scale, 1: DTYPE_CODE[g.value(op.outputs[0]).dtype.short],
             2: DTYPE_CODE[g.value(op.inputs[0]).dtype.short]}
 
 
-def _attention(op, g, s, plan):
+def _attention(op, g, s, plan, v):
     from ..codelets.attention import STREAM_PANEL
     c = _choice(plan, s)
     return {0: _f32_bits(op.attrs.scale), 1: int(c["mode"] == "streaming"), 2: int(int(c["key_splits"]) > 1),
@@ -377,8 +377,8 @@ EXPECT = {
     cl.gemm.GEMM[True].name: ({OpKind.MATMUL}, _gemm, ()),
     cl.gemm.REDUCE.name: ({OpKind.MATMUL}, _reduce, ()),
     cl.vector.LAYERNORM.name: ({OpKind.LAYERNORM}, _layernorm, (3,)),  # the column block's index
-    cl.vector.LAYERNORM_STATS.name: ({OpKind.LAYERNORM}, lambda *a: {}, ()),
-    cl.vector.ADD.name: ({OpKind.ADD}, lambda *a: {}, ()),
+    cl.vector.LAYERNORM_STATS.name: ({OpKind.LAYERNORM}, lambda *_: {}, ()),
+    cl.vector.ADD.name: ({OpKind.ADD}, lambda *_: {}, ()),
     cl.vector.GELU.name: ({OpKind.GELU}, _gelu, ()),
     cl.vector.CAST.name: ({OpKind.CAST}, _cast, ()),
     cl.vector.COPY.name: (ANY, _copy, (1,)),  # local copies belong to any op; a broadcast is Copy vertices
@@ -414,8 +414,7 @@ def _params(s, ops, plan) -> None:
         if v.params.ndim != 2 or v.params.shape[1] != P:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} vertices carry {v.params.shape} "
                            f"parameter words, the codelet takes {P}")
-        want = fn(op, g, s, plan, v) if v.codelet in (cl.vector.COPY.name, cl.vector.ROPE.name,
-                                                      cl.attention.MERGE.name) else fn(op, g, s, plan)
+        want = fn(op, g, s, plan, v)
         want |= {c: 0 for c in range(P) if c not in want and c not in block_cols}
         for col, w in want.items():
             bad = v.params[:, col] != w
