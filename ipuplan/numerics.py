@@ -68,8 +68,8 @@ def _accumulate(parts, acc: DType) -> np.ndarray | None:
     """Exact float64 chunk sums, each rounded to `acc` and added in order with a rounding after every add.
     An F32 accumulator adds in float32: IEEE float32 addition of float32 values equals the float64 sum rounded
     to float32 (binary64 has more than 2 x 24 + 2 bits, so double rounding is innocuous); an F16 accumulator
-    adds in float64 (exact for two float16 values) and rounds to float16 (`_round_f16`, compiled, on the bit
-    pattern: two passes per chunk instead of four numpy conversions)."""
+    adds in float64 (exact for two float16 values) and rounds to float16 (`_round_f16`, compiled and
+    branch-free: one pass per chunk instead of four numpy conversions)."""
     out = None
     if acc is DType.F32:
         for part in parts:
@@ -86,43 +86,45 @@ def _accumulate(parts, acc: DType) -> np.ndarray | None:
     return None if out is None else out.astype(np.float32)
 
 
+_SIGN = np.uint64(1 << 63)
+_HALF_ULP = np.uint64((1 << 41) - 1)  # float16 keeps 10 of float64's 52 mantissa bits: 42 are rounded off
+_KEEP = ~np.uint64((1 << 42) - 1)
 _F16_MAX_BITS = np.float64(65504.0).view(np.uint64)
 _INF_BITS = np.float64(np.inf).view(np.uint64)
+_F16_NORMAL_BITS = np.float64(2.0 ** -14).view(np.uint64)
+_SUBNORMAL_SHIFT = 2.0 ** 28  # its float64 quantum is 2^-24, float16's below 2^-14
+
+
+@numba.njit(cache=True, inline="always")
+def _round_f16(x):
+    """float64 `x` rounded to the nearest float16 (ties to even), as float64; overflow to infinity as float16
+    conversion does (|x| >= 65520). Branch-free, so loops of it compile to vector code: in float16's normal
+    range the 42 low mantissa bits are rounded off on the bit pattern (a carry moves into the exponent); below
+    2^-14 adding and subtracting 2^28 rounds to a multiple of 2^-24 (the FPU's ties to even). Equal to
+    np.float16 conversion for every float64 (tests/unit/test_numerics.py)."""
+    b = np.float64(x).view(np.uint64)
+    sign = b & _SIGN
+    a = b ^ sign
+    normal = (a + _HALF_ULP + ((a >> np.uint64(42)) & np.uint64(1))) & _KEEP
+    normal = _INF_BITS if normal > _F16_MAX_BITS else normal
+    sub = np.float64((np.uint64(a).view(np.float64) + _SUBNORMAL_SHIFT) - _SUBNORMAL_SHIFT).view(np.uint64)
+    r = normal if a >= _F16_NORMAL_BITS else sub
+    r = a if a >= _INF_BITS else r  # inf and nan as they are
+    return np.uint64(r | sign).view(np.float64)
 
 
 @numba.njit(cache=True)
-def _round_f16(f, bits) -> None:
-    """Round float64 array `f` (with `bits`, its uint64 view) in place to the nearest float16 (ties to even),
-    values kept as float64; overflow to infinity as float16 conversion does (|x| >= 65520). In float16's normal
-    range the 42 low mantissa bits are rounded off on the bit pattern (a carry moves into the exponent); below
-    2^-14 the quantum is 2^-24. Equal to np.float16 conversion for every float64 (tests/unit/test_numerics.py)."""
-    drop = np.uint64((1 << 42) - 1)
-    for i in range(bits.size):
-        b = bits[i]
-        e = (b >> np.uint64(52)) & np.uint64(0x7FF)
-        if e == np.uint64(0x7FF):  # inf, nan
-            continue
-        if e >= np.uint64(1023 - 14):
-            r = (b + np.uint64((1 << 41) - 1) + ((b >> np.uint64(42)) & np.uint64(1))) & ~drop
-            sign = r & np.uint64(1 << 63)
-            if r - sign > _F16_MAX_BITS:
-                r = sign | _INF_BITS
-            bits[i] = r
-        else:
-            f[i] = np.rint(f[i] * 16777216.0) / 16777216.0
-
-
-def _set_f16(acc: np.ndarray, part: np.ndarray) -> None:
+def _set_f16(acc, part) -> None:
     """acc <- round_f16(part) (the first chunk)."""
-    acc[...] = part
-    _round_f16(acc, acc.view(np.uint64))
+    for i in range(acc.size):
+        acc[i] = _round_f16(part[i])
 
 
-def _add_f16(acc: np.ndarray, part: np.ndarray) -> None:
-    """acc <- round_f16(acc + round_f16(part)), in place (`part` is overwritten)."""
-    _round_f16(part, part.view(np.uint64))
-    np.add(acc, part, out=acc)  # two float16 values: exact in float64
-    _round_f16(acc, acc.view(np.uint64))
+@numba.njit(cache=True)
+def _add_f16(acc, part) -> None:
+    """acc <- round_f16(acc + round_f16(part)) (the sum of two float16 values is exact in float64)."""
+    for i in range(acc.size):
+        acc[i] = _round_f16(acc[i] + _round_f16(part[i]))
 
 
 def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
@@ -156,13 +158,17 @@ def gemm_shared(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndar
     return out
 
 
-def gemm_groups(x: np.ndarray, wu: np.ndarray, inv: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
-    """`gemm_batched` with w = wu[inv]: each distinct right operand multiplied once with the stacked rows of every
-    x that uses it (a weight block replicated over a grid's row blocks). The same bits as `gemm`."""
-    if len(wu) * 2 > len(inv):
-        return gemm_batched(x, wu[inv], acc, chunk)
-    out = np.empty(x.shape[:2] + (wu.shape[2],), np.float32)
+def gemm_groups(xu: np.ndarray, xinv: np.ndarray, wu: np.ndarray, winv: np.ndarray, acc: DType,
+                chunk: int) -> np.ndarray:
+    """`gemm_batched` of x = xu[xinv] and w = wu[winv] (operands replicated over a grid, each distinct one held
+    once): each distinct right operand multiplied once with the stacked rows of every x that uses it. The same
+    bits as `gemm`."""
+    xu, wu = np.asarray(xu, np.float64), np.asarray(wu, np.float64)  # the distinct operands, converted once
+    if len(wu) * 2 > len(winv):
+        return gemm_batched(xu[xinv], wu[winv], acc, chunk)
+    V, M, K = len(xinv), xu.shape[1], xu.shape[2]
+    out = np.empty((V, M, wu.shape[2]), np.float32)
     for u in range(len(wu)):
-        sel = np.flatnonzero(inv == u)
-        out[sel] = gemm(x[sel].reshape(-1, x.shape[2]), wu[u], acc, chunk).reshape(len(sel), x.shape[1], wu.shape[2])
+        sel = np.flatnonzero(winv == u)
+        out[sel] = gemm(xu[xinv[sel]].reshape(-1, K), wu[u], acc, chunk).reshape(len(sel), M, wu.shape[2])
     return out

@@ -15,7 +15,7 @@ from math import ceil
 import numpy as np
 
 from ..ir.graph import DType
-from ..numerics import gemm_shared, round_to
+from ..numerics import gemm_groups, round_to
 from ..target import Target
 from .base import Codelet, VectorCost, call_cycles
 from .gemm import N_MULTIPLE
@@ -78,12 +78,17 @@ def scratch_bytes(q_rows: int, keys: int, head_dim: int, streaming: bool) -> tup
 
 # --- semantics: one cell's softmax state, the merge, the output -------------------------------------------
 
-def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: bool, chunk: int):
+def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: bool, chunk: int,
+          k_of: np.ndarray | None = None, v_of: np.ndarray | None = None):
     """Cells [V, ...] at once: (accumulator [V, R, D], running max [V, R], denominator [V, R]), all F32.
     QK^T and PV run on the AMP (F16 operands, F32 accumulation in runs of `chunk`); the probabilities are
     rounded to F16 for PV. Streaming takes the keys in panels of STREAM_PANEL with an online softmax;
-    materialized takes them all at once."""
+    materialized takes them all at once. With `k_of` / `v_of`, cell c's keys are k[k_of[c]] and its values
+    v[v_of[c]] (a head's keys and values held once however many query blocks read them)."""
     V, R, S = q.shape[0], q.shape[1], k.shape[1]
+    cells = np.arange(V)
+    k_of = cells if k_of is None else k_of
+    v_of = cells if v_of is None else v_of
     panel = STREAM_PANEL if streaming else max(S, 1)
     m = np.full((V, R), -np.inf, np.float32)
     den = np.zeros((V, R), np.float32)
@@ -91,12 +96,13 @@ def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: 
     sc = np.float32(scale)
     for p0 in range(0, S, panel):
         kt = np.ascontiguousarray(np.swapaxes(k[:, p0:p0 + panel], 1, 2))
-        s = (gemm_shared(q, kt, DType.F32, chunk) * sc).astype(np.float32)
+        s = (gemm_groups(q, cells, kt, k_of, DType.F32, chunk) * sc).astype(np.float32)
         mn = np.maximum(m, s.max(2))
         a = np.exp(m - mn).astype(np.float32)
         p = np.exp(s - mn[..., None]).astype(np.float32)
         den = (den * a + p.sum(2, dtype=np.float32)).astype(np.float32)
-        pv = gemm_shared(round_to(p, DType.F16), np.ascontiguousarray(v[:, p0:p0 + panel]), DType.F32, chunk)
+        pv = gemm_groups(round_to(p, DType.F16), cells, np.ascontiguousarray(v[:, p0:p0 + panel]), v_of, DType.F32,
+                         chunk)
         acc = (acc * a[..., None] + pv).astype(np.float32)
         m = mn
     return acc, m, den
@@ -122,10 +128,10 @@ def _f32(bits: int) -> float:
 
 
 def execute_attention(v, pol) -> None:
-    q, k, val = v.read("q", "f16"), v.read("k", "f16"), v.read("v", "f16")
+    q, (k, k_of), (val, v_of) = v.read("q", "f16"), v.read_unique("k", "f16"), v.read_unique("v", "f16")
     v.write_flat("scratch", np.zeros((len(q), v.nbytes("scratch") // 4)), "f32")
     v.write_flat("state", np.zeros((len(q), v.nbytes("state") // 4)), "f32")
-    st = block(q, k, val, _f32(int(v.params[0, 0])), bool(v.params[0, 1]), pol.chunk)
+    st = block(q, k, val, _f32(int(v.params[0, 0])), bool(v.params[0, 1]), pol.chunk, k_of, v_of)
     if v.params[0, 2]:  # key splits: this cell's state rows [acc, max, denominator]
         v.write("out", np.concatenate([st[0], st[1][..., None], st[2][..., None]], -1), "f32")
     else:

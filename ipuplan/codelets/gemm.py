@@ -98,9 +98,9 @@ def execute_gemm(v, pol) -> None:
     fp8 = ("f143", "f152")
     ok = fp8 if v.codelet == GEMM[True].name else ("f16",)
     xdt, wdt = v.dtype(2, ok), v.dtype(3, ok)
-    x, (wu, inv) = v.read("x", xdt), v.read_unique("w", wdt)
+    (xu, xinv), (wu, inv) = v.read_unique("x", xdt), v.read_unique("w", wdt)  # replicated over the grid
     acc = pol.accumulation["f8" if xdt in ("f143", "f152") else "f16"]
-    y = gemm_groups(x, wu, inv, acc, pol.chunk)
+    y = gemm_groups(xu, xinv, wu, inv, acc, pol.chunk)
     if v.params[0, 1]:
         v.write("out", y, "f32")
         return

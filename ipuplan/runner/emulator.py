@@ -17,6 +17,7 @@ from ..ir.graph import DType
 from ..numerics import round_to
 from .device import Device
 from ..codelets.base import CODE_DTYPE
+from . import kernels
 from .memory import NP, RunError, Slabs, TileMemory
 
 _DT = {d.short: d for d in DType}
@@ -84,11 +85,9 @@ class FieldAccess:
 
     def copy(self, src: str, dst: str) -> None:
         s, d = self._slabs(src), self._slabs(dst)
-        for sd, sf, dd, df in zip(s.data, s.flags, d.data, d.flags):
-            if sd.shape[0] != dd.shape[0]:  # one source row over every destination row
-                sd, sf = sd[:1], sf[:1]
-            dd[...] = sd.copy()
-            df[...] = sf.copy()
+        srows = 1 if s.rows != d.rows else s.rows  # one source row over every destination row
+        kernels.copy_slabs(self.mem.flat, self.mem.wflat, s.start, s.pitch, srows, d.start, d.pitch, d.rows,
+                           min(s.nbytes, d.nbytes))
 
 
 def _stored(values: np.ndarray, dtype: str) -> np.ndarray:
@@ -180,18 +179,17 @@ class Emulator(Device):
             raw = np.ascontiguousarray(round_to(x[it], _DT[b.dtype], b.scale).astype(NP[b.dtype])).view(np.uint8)
             for r in range(s.tile.shape[1]):
                 ok = np.flatnonzero(s.tile[:, r] >= 0)
-                addr = s.addr[ok, r] + it * s.stride[ok, r]
-                off = mem.check(s.tile[ok, r], addr, 1, 1, s.pitch[ok])
-                for i, t, o in zip(ok.tolist(), s.tile[ok, r].tolist(), off.tolist()):
-                    rows, n, p = int(s.rows[i]), int(s.n[i]) * es, int(s.pitch[i])
-                    if o + (rows - 1) * p + n > mem.size:
-                        raise RunError(f"tile {t}: binding {b.name} runs past the tile's memory")
-                    src = np.lib.stride_tricks.as_strided(raw[int(s.e0[i]) * es:], shape=(rows, n),
-                                                          strides=(int(s.estride[i]) * es, 1))
-                    dst = np.lib.stride_tricks.as_strided(mem.bytes[t, o:], shape=(rows, n), strides=(p, 1))
-                    flag = np.lib.stride_tricks.as_strided(mem.written[t, o:], shape=(rows, n), strides=(p, 1))
-                    dst[...] = src
-                    flag[...] = True
+                tile = s.tile[ok, r]
+                off = mem.check(tile, s.addr[ok, r] + it * s.stride[ok, r], 1, 1, s.pitch[ok])
+                rows, n, p = (np.asarray(a, np.int64) for a in (s.rows[ok], s.n[ok] * es, s.pitch[ok]))
+                past = off + (rows - 1) * p + n > mem.size
+                if past.any():
+                    raise RunError(f"tile {int(tile[np.flatnonzero(past)[0]])}: binding {b.name} runs past the tile's "
+                                   "memory")
+                src, sstride = np.asarray(s.e0[ok], np.int64) * es, np.asarray(s.estride[ok], np.int64) * es
+                if (src + (rows - 1) * sstride + n > raw.size).any() or (src < 0).any():
+                    raise RunError(f"binding {b.name}: a slab reaches outside the tensor's {x.shape[1]} elements")
+                kernels.write_rows(mem.flat, mem.wflat, mem.starts(tile, off), rows, n, p, raw, src, sstride)
 
     def _read_binding(self, b) -> np.ndarray:
         esize = np.dtype(NP[b.dtype]).itemsize
@@ -244,19 +242,12 @@ class Emulator(Device):
     def _exchange(self, s, it: int) -> None:
         """Every run's words (and their shadow) read from its source, then written to each destination."""
         mem = self.mem
-        src = mem.word_runs(s.src, s.src_addr + it * s.src_stride, s.nbytes)
-        data, flags = mem.words[src], mem.wwords[src]
-        n = s.nbytes // 4
-        starts = np.cumsum(n) - n
+        src = mem.word_starts(s.src, s.src_addr + it * s.src_stride, s.nbytes)
+        dst = np.full(s.dst.shape, -1, np.int64)
         for r in range(s.dst.shape[1]):
             ok = s.dst[:, r] >= 0
-            dst = mem.word_runs(s.dst[ok, r], s.dst_addr[ok, r], s.nbytes[ok])
-            if ok.all():
-                mem.words[dst], mem.wwords[dst] = data, flags
-                continue
-            m = n[ok]
-            pick = np.repeat(starts[ok] - np.cumsum(m) + m, m) + np.arange(int(m.sum()))
-            mem.words[dst], mem.wwords[dst] = data[pick], flags[pick]
+            dst[ok, r] = mem.word_starts(s.dst[ok, r], s.dst_addr[ok, r], s.nbytes[ok])
+        kernels.copy_runs(mem.words, mem.wwords, src, np.asarray(s.nbytes, np.int64) // 4, dst)
 
     def _compute(self, cs, it: int, where: str) -> None:
         for v in cs.vertices:

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import IpuplanError
+from . import kernels
 
 NP = {"f32": np.float32, "f16": np.float16, "f143": ml_dtypes.float8_e4m3fnuz, "f152": ml_dtypes.float8_e5m2fnuz}
 # every bit pattern of the narrow types as float32: a table look-up decodes them (exactly, and fast)
@@ -22,9 +23,11 @@ def decode(raw: np.ndarray, dtype: str) -> np.ndarray:
     raw = np.ascontiguousarray(raw)
     if dtype == "f32":
         return raw.view(np.float32).copy()
-    if dtype == "f16":
-        return _LUT["f16"][raw.view(np.uint16)]
-    return _LUT[dtype][raw]
+    if dtype == "f16":  # numpy's conversion is exact (float16 is a subset of float32), bits included
+        return raw.view(np.float16).astype(np.float32)
+    out = np.empty(raw.shape, np.float32)
+    kernels.lookup(_LUT[dtype], raw.reshape(-1), out.reshape(-1))
+    return out
 
 
 class RunError(IpuplanError):
@@ -44,9 +47,12 @@ class TileMemory:
         # exchanges move whole 32-bit words: the same memory (and shadow) as words
         self.words = self.flat.view(np.uint32)
         self.wwords = self.wflat.view(np.uint32)
+        self.flat64 = self.flat.view(np.uint64)  # compared and checked eight bytes at a time
+        self.wflat64 = self.wflat.view(np.uint64)
 
-    def word_runs(self, tile, addr, nbytes) -> np.ndarray:
-        """Flat word indices of ragged runs of whole words, concatenated."""
+    def word_starts(self, tile, addr, nbytes) -> np.ndarray:
+        """Flat word index of the first word of each run of whole words, after checking the runs lie inside the
+        tile's memory, word-aligned."""
         n = np.asarray(nbytes, np.int64) // 4
         off = np.asarray(addr, np.int64) - self.base
         bad = (off < 0) | (off + 4 * n > self.size) | (off % 4 != 0)
@@ -54,8 +60,7 @@ class TileMemory:
             k = int(np.flatnonzero(bad)[0])
             raise RunError(f"tile {int(np.asarray(tile)[k])}: run [{int(np.asarray(addr)[k]):#x}, +{int(4 * n[k])}) "
                            "outside the tile's memory or not word-aligned")
-        start = (np.asarray(tile, np.int64) * self.size + off) // 4
-        return np.repeat(start - np.cumsum(n) + n, n) + np.arange(int(n.sum()))
+        return (np.asarray(tile, np.int64) * self.size + off) // 4
 
     def index(self, tile, addr, rows: int, nbytes: int, pitch) -> np.ndarray:
         """[V, rows, nbytes] flat byte indices of equally shaped slabs."""
@@ -95,72 +100,79 @@ class TileMemory:
                            f"+{int(end[k] - off[k])}) outside the tile's memory")
         return off
 
-    def slabs(self, which: np.ndarray, tile, off, rows: int, nbytes: int, pitch) -> list[np.ndarray]:
-        """[rows, nbytes] strided views of `which` (the bytes or the shadow), one per vertex."""
-        st = which.strides[1]
-        return [np.lib.stride_tricks.as_strided(which[t, o:], shape=(rows, nbytes), strides=(p * st, st))
-                for t, o, p in zip(np.asarray(tile).tolist(), np.asarray(off).tolist(), np.asarray(pitch).tolist())]
+    def starts(self, tile, off) -> np.ndarray:
+        """Flat byte index of each (tile, offset)."""
+        return np.asarray(tile, np.int64) * self.size + np.asarray(off, np.int64)
 
 
 class Slabs:
-    """One field of a vertex group, as strided views of each vertex's slab: read as values of a dtype (every
-    byte written, else the run stops, named), written as values rounded to it."""
+    """One field of a vertex group, every vertex's slab of `rows` rows of `nbytes` bytes at its pitch: read as
+    values of a dtype (every byte written, else the run stops, named), written as values rounded to it."""
 
     def __init__(self, mem: TileMemory, tile, addr, rows: int, nbytes: int, pitch, where: Callable[[int], str],
                  what: str):
         off = mem.check(tile, addr, rows, nbytes, pitch)
-        self.mem, self.tile, self.addr, self.pitch, self.where, self.what = mem, tile, addr, pitch, where, what
-        self.data = mem.slabs(mem.bytes, tile, off, rows, nbytes, pitch)
-        self.flags = mem.slabs(mem.written, tile, off, rows, nbytes, pitch)
+        self.mem, self.tile, self.addr, self.where, self.what = mem, tile, addr, where, what
+        self.rows, self.nbytes = rows, nbytes
+        self.pitch = np.ascontiguousarray(np.broadcast_to(np.asarray(pitch, np.int64), np.shape(off)))
+        self.start = mem.starts(tile, off)
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def _gather(self, which: np.ndarray | None = None) -> np.ndarray:
+        """The bytes [V, rows, nbytes] of every slab (or of the slabs `which`), copied."""
+        start = self.start if which is None else self.start[which]
+        pitch = self.pitch if which is None else self.pitch[which]
+        out = np.empty((len(start), self.rows, self.nbytes), np.uint8)
+        kernels.gather(self.mem.flat, start, self.rows, self.nbytes, pitch, out)
+        return out
 
     def raw(self) -> np.ndarray:
-        return np.stack(self.data) if self.data else np.zeros((0, 0, 0), np.uint8)
+        return self._gather()
 
     def read(self, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
         self.read_check(rows_ok)
-        return decode(self.raw(), dtype)
+        return decode(self._gather(), dtype)
 
     def read_unique(self, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         """(the distinct slabs' values [U, rows, n], which one each vertex holds [V]): replicated operands
-        are decoded, and multiplied, once. Slabs are grouped by a hash of 64 sampled bytes, then every slab is
-        compared whole with its group's first (a collision splits the group), without copying them all."""
+        are gathered, decoded and multiplied once. Slabs are grouped by a hash of 64 sampled bytes, every slab
+        then compared whole, in place, with its group's first; on a collision, grouped by their whole bytes."""
         self.read_check()
-        V = len(self.data)
+        V, rows, n = len(self.start), self.rows, self.nbytes
         if V == 0:
-            return decode(np.zeros((0, 0, 0), np.uint8), dtype), np.zeros(0, np.int64)
-        rows, n = self.data[0].shape
+            return decode(np.zeros((0, rows, n), np.uint8), dtype), np.zeros(0, np.int64)
         probe = np.unique(np.linspace(0, rows * n - 1, min(rows * n, 64)).astype(np.int64))
-        pr, pc = probe // n, probe % n
-        h = np.stack([d[pr, pc] for d in self.data]).astype(np.float64) @ np.random.default_rng(0).random(len(probe))
+        at = self.start[:, None] + (probe // n)[None, :] * self.pitch[:, None] + (probe % n)[None, :]
+        h = self.mem.flat[at].astype(np.float64) @ np.random.default_rng(0).random(len(probe))
         _, first, inv = np.unique(h, return_index=True, return_inverse=True)
         inv = np.asarray(inv).ravel()
-        reps = list(first)
-        for v in range(V):
-            u = inv[v]
-            if v != first[u] and not np.array_equal(self.data[v], self.data[first[u]]):
-                match = next((k for k, r in enumerate(reps) if np.array_equal(self.data[v], self.data[r])), None)
-                if match is None:
-                    reps.append(v)
-                    match = len(reps) - 1
-                inv[v] = match
-        return decode(np.stack([self.data[r] for r in reps]), dtype), inv
+        if not kernels.same_slabs(self.mem.flat, self.mem.flat64, self.start, rows, n, self.pitch, first[inv]):
+            _, first, inv = np.unique(self._gather().reshape(V, -1), axis=0, return_index=True,
+                                      return_inverse=True)
+            inv = np.asarray(inv).ravel()
+        return decode(self._gather(first), dtype), inv
 
     def read_check(self, rows_ok: np.ndarray | None = None) -> None:
         """Every byte read was written in its buffer's lifetime (rows the codelet skips excepted)."""
-        if rows_ok is None and all(f.all() for f in self.flags):  # the common case, without a copy
+        written = np.empty((len(self.start), self.rows), bool)
+        kernels.written_rows(self.mem.wflat, self.mem.wflat64, self.start, self.rows, self.nbytes, self.pitch, written)
+        ok = written if rows_ok is None else written | ~rows_ok
+        if ok.all():
             return
-        ok = np.stack(self.flags)
-        if rows_ok is not None:
-            ok = ok | ~rows_ok[:, :, None]
-        if not ok.all():
-            v = int(np.flatnonzero(~ok.reshape(len(ok), -1).all(1))[0])
-            r, b = np.argwhere(~ok[v])[0]
-            addr = int(self.addr[v]) + int(r) * int(self.pitch[v]) + int(b)
-            raise RunError(f"{self.where(v)}: {self.what} reads byte {addr:#x} of tile {int(self.tile[v])}, never "
-                           "written in its buffer's lifetime")
+        v, r = (int(i) for i in np.argwhere(~ok)[0])
+        a = int(self.start[v]) + r * int(self.pitch[v])
+        b = int(np.flatnonzero(~self.mem.wflat[a:a + self.nbytes])[0])
+        addr = int(self.addr[v]) + r * int(self.pitch[v]) + b
+        raise RunError(f"{self.where(v)}: {self.what} reads byte {addr:#x} of tile {int(self.tile[v])}, never "
+                       "written in its buffer's lifetime")
 
     def write(self, values: np.ndarray, dtype: str) -> None:
         raw = np.ascontiguousarray(np.asarray(values, np.float32).astype(NP[dtype])).view(np.uint8)
-        for d, f, x in zip(self.data, self.flags, raw):
-            d[...] = x
-            f[...] = True
+        self.write_raw(raw.reshape(raw.shape[0], raw.shape[1], -1))
+
+    def write_raw(self, raw: np.ndarray) -> None:
+        """Bytes [V or 1, rows or 1, nbytes] into the slabs, marked written."""
+        kernels.scatter(self.mem.flat, self.mem.wflat, self.start, self.rows, self.nbytes, self.pitch,
+                        np.ascontiguousarray(raw))
