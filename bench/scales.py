@@ -5,7 +5,8 @@ the figure is the emulator output's cosine against the upstream model's own fp32
 
 Calibration uses 4 seeded N(0, 1) images; the evaluated image is a different seeded one (never calibrated on).
 
-Usage: python bench/scales.py [--models pe,siglip,...] [--out bench/out/scales]
+Usage: python bench/scales.py [--models pe,siglip,...] [--out bench/out/scales] [--effort S]
+(--effort: the builds' deterministic seconds of search; any FIT plan serves, the figure is about the numerics)
 """
 
 from __future__ import annotations
@@ -69,6 +70,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default=",".join(list(PE) + list(SIGLIP)))
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "scales"))
+    ap.add_argument("--effort", type=float, default=None)
     a = ap.parse_args()
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -102,7 +104,8 @@ def main() -> None:
             continue
         row = {}
         for kind, extra in (("fixed", []), ("calibrated", ["--scales", d / "scales.json"])):
-            b = ipuplan("build", yaml, "--layers", LAYERS, "--batch", 1, "-o", d / kind, *extra)
+            effort = [] if a.effort is None else ["--effort", a.effort]
+            b = ipuplan("build", yaml, "--layers", LAYERS, "--batch", 1, "-o", d / kind, *effort, *extra)
             if b.returncode:
                 row[kind] = f"build exit {b.returncode}: {b.stderr.strip().splitlines()[-1][:80]}"
                 continue
