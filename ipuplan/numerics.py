@@ -138,26 +138,6 @@ def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.nda
     return out
 
 
-def gemm_shared(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
-    """`gemm_batched`, faster where many of the V right operands are equal (a weight block replicated over the
-    row blocks of a grid, a head's keys over its query blocks): each distinct w is multiplied once with the
-    stacked rows of every x that uses it. Every element is rounded exactly as `gemm` rounds it."""
-    V = x.shape[0]
-    flat = np.ascontiguousarray(w, np.float32).reshape(V, -1).view(np.uint32)  # bit patterns: -0.0 is not 0.0
-    probe = np.unique(np.linspace(0, flat.shape[1] - 1, min(flat.shape[1], 64)).astype(np.int64))
-    h = flat[:, probe].astype(np.float64) @ np.random.default_rng(0).random(len(probe))  # verified below
-    _, first, inv = np.unique(h, return_index=True, return_inverse=True)
-    inv = np.asarray(inv).ravel()
-    if len(first) * 2 > V or not (flat == flat[first[inv]]).all():
-        return gemm_batched(x, w, acc, chunk)
-    out = np.empty(x.shape[:2] + (w.shape[2],), np.float32)
-    for u, f in enumerate(first):
-        sel = np.flatnonzero(inv == u)
-        rows = x[sel].reshape(-1, x.shape[2])
-        out[sel] = gemm(rows, w[f], acc, chunk).reshape(len(sel), x.shape[1], w.shape[2])
-    return out
-
-
 def gemm_groups(xu: np.ndarray, xinv: np.ndarray, wu: np.ndarray, winv: np.ndarray, acc: DType,
                 chunk: int) -> np.ndarray:
     """`gemm_batched` of x = xu[xinv] and w = wu[winv] (operands replicated over a grid, each distinct one held

@@ -12,9 +12,8 @@ from ..errors import IpuplanError
 from . import kernels
 
 NP = {"f32": np.float32, "f16": np.float16, "f143": ml_dtypes.float8_e4m3fnuz, "f152": ml_dtypes.float8_e5m2fnuz}
-# every bit pattern of the narrow types as float32: a table look-up decodes them (exactly, and fast)
-_LUT = {"f16": np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32),
-        "f143": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fnuz).astype(np.float32),
+# every bit pattern of the one-byte types as float32: a table look-up decodes them (exactly, and fast)
+_LUT = {"f143": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fnuz).astype(np.float32),
         "f152": np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e5m2fnuz).astype(np.float32)}
 
 
@@ -61,17 +60,6 @@ class TileMemory:
             raise RunError(f"tile {int(np.asarray(tile)[k])}: run [{int(np.asarray(addr)[k]):#x}, +{int(4 * n[k])}) "
                            "outside the tile's memory or not word-aligned")
         return (np.asarray(tile, np.int64) * self.size + off) // 4
-
-    def index(self, tile, addr, rows: int, nbytes: int, pitch) -> np.ndarray:
-        """[V, rows, nbytes] flat byte indices of equally shaped slabs."""
-        off = np.asarray(addr, np.int64) - self.base
-        if (off < 0).any() or (off + (rows - 1) * np.asarray(pitch) + nbytes > self.size).any():
-            k = int(np.flatnonzero((off < 0) | (off + (rows - 1) * np.asarray(pitch) + nbytes > self.size))[0])
-            raise RunError(f"tile {int(np.asarray(tile).ravel()[k])}: access [{int(np.asarray(addr).ravel()[k]):#x}, "
-                           f"+{(rows - 1) * int(np.asarray(pitch).ravel()[k]) + nbytes}) outside the tile's memory")
-        start = np.asarray(tile, np.int64) * self.size + off
-        r = np.arange(rows)[None, :, None] * np.asarray(pitch, np.int64).reshape(-1, 1, 1)
-        return start.reshape(-1, 1, 1) + r + np.arange(nbytes)[None, None, :]
 
     def runs(self, tile, addr, nbytes) -> np.ndarray:
         """Flat byte indices of ragged runs, concatenated."""

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ipuplan.ir.graph import DType
-from ipuplan.numerics import gemm, gemm_batched, gemm_shared, round_to
+from ipuplan.numerics import gemm, gemm_batched, gemm_groups, round_to
 from ipuplan.package.archive import rewrite
 from ipuplan.runner import Device, Emulator, RunError
 from ipuplan.runner.job import run_package
@@ -116,15 +116,19 @@ def test_batched_gemm_rounds_every_element_as_the_reference(v, m, k, n, chunk, f
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.integers(2, 8), st.integers(1, 3), st.integers(1, 40), st.integers(1, 5), st.integers(0, 2**31))
-def test_shared_gemm_equals_the_batched_one(v, groups, k, n, seed):
-    """Right operands shared between vertices are multiplied once; the results are the same bits."""
+@given(st.integers(2, 8), st.integers(1, 3), st.integers(1, 3), st.integers(1, 40), st.integers(1, 5), st.booleans(),
+       st.integers(0, 2**31))
+def test_grouped_gemm_equals_the_batched_one(v, xgroups, wgroups, k, n, fp8, seed):
+    """Operands held once and shared between vertices (x over column blocks, w over row blocks) give the same
+    bits as every vertex's own product."""
     rng = np.random.default_rng(seed)
-    x = round_to(rng.standard_normal((v, 3, k)), DType.F16)
-    ws = round_to(rng.standard_normal((groups, k, n)), DType.F16)
+    d = DType.F143 if fp8 else DType.F16
+    xs = round_to(rng.standard_normal((xgroups, 3, k)) * 4, d)
+    ws = round_to(rng.standard_normal((wgroups, k, n)) * 4, d)
     ws[0, 0, 0] = -0.0
-    w = ws[rng.integers(0, groups, v)]
-    assert np.array_equal(gemm_shared(x, w, DType.F32, 16), gemm_batched(x, w, DType.F32, 16))
+    xi, wi = rng.integers(0, xgroups, v), rng.integers(0, wgroups, v)
+    acc = DType.F16 if fp8 else DType.F32
+    assert np.array_equal(gemm_groups(xs, xi, ws, wi, acc, 16), gemm_batched(xs[xi], ws[wi], acc, 16))
 
 
 @settings(max_examples=200, deadline=None)
