@@ -13,18 +13,12 @@ import argparse
 import json
 import platform
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def ipuplan(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ipuplan.cli", *map(str, args)], capture_output=True, text=True)
+from scales import ROOT, ipuplan  # bench/scales.py: the same way of calling the command line
 
 
 def main() -> None:

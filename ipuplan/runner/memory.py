@@ -105,9 +105,6 @@ class Slabs:
         self.pitch = np.ascontiguousarray(np.broadcast_to(np.asarray(pitch, np.int64), np.shape(off)))
         self.start = mem.starts(tile, off)
 
-    def __len__(self) -> int:
-        return len(self.start)
-
     def _gather(self, which: np.ndarray | None = None) -> np.ndarray:
         """The bytes [V, rows, nbytes] of every slab (or of the slabs `which`), copied."""
         start = self.start if which is None else self.start[which]
@@ -115,9 +112,6 @@ class Slabs:
         out = np.empty((len(start), self.rows, self.nbytes), np.uint8)
         kernels.gather(self.mem.flat, start, self.rows, self.nbytes, pitch, out)
         return out
-
-    def raw(self) -> np.ndarray:
-        return self._gather()
 
     def read(self, dtype: str, rows_ok: np.ndarray | None = None) -> np.ndarray:
         self.read_check(rows_ok)
@@ -157,10 +151,7 @@ class Slabs:
                        "written in its buffer's lifetime")
 
     def write(self, values: np.ndarray, dtype: str) -> None:
+        """Values [V or 1, rows or 1, n] rounded to `dtype` into the slabs, marked written."""
         raw = np.ascontiguousarray(np.asarray(values, np.float32).astype(NP[dtype])).view(np.uint8)
-        self.write_raw(raw.reshape(raw.shape[0], raw.shape[1], -1))
-
-    def write_raw(self, raw: np.ndarray) -> None:
-        """Bytes [V or 1, rows or 1, nbytes] into the slabs, marked written."""
         kernels.scatter(self.mem.flat, self.mem.wflat, self.start, self.rows, self.nbytes, self.pitch,
-                        np.ascontiguousarray(raw))
+                        raw.reshape(raw.shape[0], raw.shape[1], -1))
