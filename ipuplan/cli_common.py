@@ -73,7 +73,8 @@ def _catalogue(name: str):
 
 
 CATALOGUE_HELP = ("implementation space: shaped (homes and producer layouts shaped for their readers, grids screened "
-                  "by the objective's costs) or grid (the earlier space, for comparisons)")
+                  "by the objective's costs), rotating (shaped plus rotating compute-shift matmuls) or grid (the "
+                  "earlier space, for comparisons)")
 
 
 RELAY_HELP = ("offer relays: gather a replicated operand onto relay tiles, then multicast (default: on with "

@@ -8,12 +8,18 @@ from typing import Callable
 from ..ir.graph import OpKind
 from .attention import attention
 from .elementwise import elementwise
-from .impl import Buf, Catalogue, Ctx, Home, HomeKind, Impl, Internal, Life, ParamMode, ParamUse, RowsInto
+from .impl import Buf, Catalogue, Ctx, Home, HomeKind, Impl, Internal, Life, Move, ParamMode, ParamUse, RowsInto
 from .matmul import matmul
+from .rotating import rotating
 from .schedule import Schedule, SOp, build_schedule, matrix
 
+def matmuls(ctx: Ctx, sop: SOp) -> list[Impl]:
+    """Replicated grids, and in the rotating catalogue also the rotating ones."""
+    return matmul(ctx, sop) + (rotating(ctx, sop) if ctx.rotating else [])
+
+
 CATALOGUE: dict[OpKind, Callable[[Ctx, SOp], list[Impl]]] = {
-    OpKind.MATMUL: matmul,
+    OpKind.MATMUL: matmuls,
     OpKind.ATTENTION: attention,
     OpKind.ADD: elementwise,
     OpKind.GELU: elementwise,
@@ -36,5 +42,5 @@ def build_catalogue(ctx: Ctx) -> dict[str, list[Impl]]:
     return ctx.impls
 
 
-__all__ = ["Buf", "CATALOGUE", "Catalogue", "Ctx", "Home", "HomeKind", "Impl", "Internal", "Life", "ParamMode", "ParamUse", "RowsInto", "SOp",
+__all__ = ["Buf", "CATALOGUE", "Catalogue", "Ctx", "Home", "HomeKind", "Impl", "Internal", "Life", "Move", "ParamMode", "ParamUse", "RowsInto", "SOp",
            "Schedule", "build_catalogue", "build_schedule", "matrix"]

@@ -57,7 +57,7 @@ def splits(groups: int, sq: int, sk: int, tiles: int) -> list[tuple[int, int]]:
     return out
 
 
-def merge_tree(ctx: Ctx, state: Layout, recv: Layout, ns: int) -> tuple[Internal, ...]:
+def merge_tree(ctx: Ctx, op: str, state: Layout, recv: Layout, ns: int) -> tuple[Internal, ...]:
     """Round t: split s (s mod 2^(t+1) = 2^t) sends its state, one run, to split s - 2^t, which merges it."""
     T = ctx.tiles
     st, so = state.block_tiles(T), state.block_offsets(T)
@@ -73,7 +73,7 @@ def merge_tree(ctx: Ctx, state: Layout, recv: Layout, ns: int) -> tuple[Internal
                          np.concatenate([rt[(s - step) // 2].ravel() for s in senders]),
                          np.concatenate([ro[(s - step) // 2].ravel() for s in senders]),
                          np.tile(nb, len(senders)), ctx.target.encoding)
-        out.append(Internal(f"merge round {t + 1}", tr, "softmax state", "received softmax state"))
+        out.append(Internal.own(f"merge round {t + 1}", tr, op, "softmax state", "received softmax state"))
         t += 1
     return tuple(out)
 
@@ -100,10 +100,10 @@ def attention(ctx: Ctx, sop: SOp) -> list[Impl]:
             recv = per_block(Layout(out.rows, out.cols, 2, pr=out.pr, pc=H, row_groups=B, row_stride=out.rstride,
                                     col_stride=ns, group_stride=out.group_stride, replicas=ns // 2,
                                     rep_stride=2), att.state_bytes(qb, D))
-            internal = merge_tree(ctx, state, recv, ns)
+            internal = merge_tree(ctx, sop.key, state, recv, ns)
             state_bufs = (Buf("softmax state", state, Life.COMPUTE), Buf("received softmax state", recv, Life.COMPUTE),
                           *([descriptors(ctx, recv, att.MERGE)] * len(internal)))
-            merge_cyc = sum(round_cycles(tg, r.transfer) for r in internal)
+            merge_cyc = sum(round_cycles(tg, r.transfers) for r in internal)
         for streaming in (True, False):
             if not streaming and kb <= att.STREAM_PANEL:
                 continue

@@ -44,8 +44,9 @@ def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
     groups: list[list[Layout]] = [[], [], []]
 
     def add(k: int, lay, mem: MemClass | None = None):
-        if not isinstance(lay, Layout) or lay.rows != rows or lay.cols != cols or lay.flat:
-            return
+        if not isinstance(lay, Layout) or lay.rows != rows or lay.cols != cols or lay.flat or lay.col_skew or \
+                lay.row_skew:
+            return  # a rotating matmul's skewed shards are its own exchanged copy (it overwrites them)
         lay = dataclasses.replace(lay, elem=elem, mem=mem or lay.mem)
         if lay.mem is ANY:
             lay = lay.allocated()
@@ -104,7 +105,7 @@ def param_need(ctx: Ctx, lay: Layout, key: str) -> Layout | None:
     return None
 
 
-def statistics_exchange(ctx: Ctx, lay: Layout) -> tuple[Buf, Buf, Internal]:
+def statistics_exchange(ctx: Ctx, op: str, lay: Layout) -> tuple[Buf, Buf, Internal]:
     """Cross-tile LayerNorm statistics: each column owner of a row block multicasts its F32 partial sums
     (2 per row) to the other pc - 1 owners, each of which keeps them in slot order."""
     T, pc = ctx.tiles, lay.pc
@@ -124,7 +125,7 @@ def statistics_exchange(ctx: Ctx, lay: Layout) -> tuple[Buf, Buf, Internal]:
     tr = block_moves(T, np.concatenate(src), np.concatenate(soff), np.concatenate(dst), np.concatenate(doff),
                      np.full(len(np.concatenate(src)), st_bytes), ctx.target.encoding)
     return Buf("statistics", stats, Life.COMPUTE), Buf("received statistics", recv, Life.COMPUTE), \
-        Internal("statistics", tr, "statistics", "received statistics")
+        Internal.own("statistics", tr, op, "statistics", "received statistics")
 
 
 def concat_segments(ctx: Ctx, sop: SOp) -> list[tuple[tuple[int, int, int], ...]]:
@@ -187,10 +188,10 @@ def elementwise(ctx: Ctx, sop: SOp) -> list[Impl]:
         if kind is OpKind.LAYERNORM:
             bufs.append(Buf("scratch (statistics)", per_block(lay, vector.layernorm_scratch(tg)), Life.COMPUTE))
             if lay.pc > 1:
-                stats, recv, inter = statistics_exchange(ctx, lay)
+                stats, recv, inter = statistics_exchange(ctx, sop.key, lay)
                 bufs += [stats, recv]
                 internal = (inter,)
-                extra = round_cycles(tg, inter.transfer)
+                extra = round_cycles(tg, inter.transfers)
                 sets = 2
                 cyc += call_cycles(tg)  # the statistics codelet's own call
 

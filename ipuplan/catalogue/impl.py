@@ -24,6 +24,7 @@ class Catalogue(Enum):
     """Which implementation space the planner ranges over (`solve --catalogue`)."""
 
     SHAPED = "shaped"  # homes and producer layouts shaped for their readers, grids screened by the objective's costs
+    ROTATING = "rotating"  # the shaped space plus rotating (compute-shift) matmuls
     GRID = "grid"  # the earlier space: spread homes, producers' own layouts, grids screened by a byte proxy
 
 
@@ -82,13 +83,31 @@ class RowsInto:
 
 
 @dataclass(frozen=True)
+class Move:
+    """One transfer of an internal exchange, between buffers named as the planner names them (`<op> (<role>)`
+    for the op's own, an operand's exchanged copy, a staged parameter)."""
+
+    transfer: Transfer
+    src: str  # the buffer it sends from
+    dst: str  # the buffer it receives into
+
+
+@dataclass(frozen=True)
 class Internal:
-    """An exchange inside the op's compute step (partial-sum reduction, cross-tile statistics)."""
+    """An exchange superstep inside the op's compute step (partial-sum reduction, cross-tile statistics, a
+    rotation of operand shards): one or more transfers."""
 
     what: str
-    transfer: Transfer
-    src: str  # role of the buffer it sends from
-    dst: str  # role of the buffer it receives into
+    moves: tuple[Move, ...]
+
+    @classmethod
+    def own(cls, what: str, transfer: Transfer, op: str, src: str, dst: str) -> "Internal":
+        """One transfer between two of op `op`'s own buffers (roles)."""
+        return cls(what, (Move(transfer, f"{op} ({src})", f"{op} ({dst})"),))
+
+    @property
+    def transfers(self) -> list[Transfer]:
+        return [m.transfer for m in self.moves]
 
 
 @dataclass(eq=False)
@@ -127,7 +146,11 @@ class Ctx:
 
     @property
     def shaped(self) -> bool:
-        return self.kind is Catalogue.SHAPED
+        return self.kind in (Catalogue.SHAPED, Catalogue.ROTATING)
+
+    @property
+    def rotating(self) -> bool:
+        return self.kind is Catalogue.ROTATING
 
     @property
     def tiles(self) -> int:

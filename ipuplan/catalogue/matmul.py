@@ -177,7 +177,7 @@ def partial_layouts(m: int, n: int, pm: int, pn: int, pk: int, groups: int, cg: 
     return part, recv
 
 
-def reduction(ctx: Ctx, part: Layout, recv: Layout, pk: int) -> tuple[Internal, ...]:
+def reduction(ctx: Ctx, op: str, part: Layout, recv: Layout, pk: int) -> tuple[Internal, ...]:
     """The k-slice partials summed by a binary tree: in round s the cell r (r mod 2^(s+1) = 2^s) sends its
     running partial, one run, to the cell r - 2^s, which adds it into its own; the cell r = 0 ends with the
     sum of all pk slices (in the order ((p0 + p1) + (p2 + p3)) + ...)."""
@@ -194,7 +194,7 @@ def reduction(ctx: Ctx, part: Layout, recv: Layout, pk: int) -> tuple[Internal, 
         dst = np.concatenate([rt[(r - step) // 2].ravel() for r in senders])
         doff = np.concatenate([ro[(r - step) // 2].ravel() for r in senders])
         tr = block_moves(T, src, soff, dst, doff, np.tile(nb, len(senders)), ctx.target.encoding)
-        out.append(Internal(f"reduction round {s + 1}", tr, "partials", "received partial"))
+        out.append(Internal.own(f"reduction round {s + 1}", tr, op, "partials", "received partial"))
     return tuple(out)
 
 
@@ -242,9 +242,9 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         if pk > 1:
             part, recv = partial_layouts(m, n, pm, pn, pk, out.row_groups, cg)
             bufs += [Buf("partials", part, Life.COMPUTE), Buf("received partial", recv, Life.COMPUTE)]
-            internal = reduction(ctx, part, recv, pk)
+            internal = reduction(ctx, sop.key, part, recv, pk)
             cyc += gemm.reduce_cycles(tg, mb, nb, pk)
-            extra = sum(round_cycles(tg, r.transfer) for r in internal)
+            extra = sum(round_cycles(tg, r.transfers) for r in internal)
             codelets.append(gemm.REDUCE.name)
             sets = 1 + len(internal)
         if rope_op is not None:

@@ -13,6 +13,9 @@ def layout_record(lay: Layout) -> dict:
     """A layout as plain fields (enums by value)."""
     d = dataclasses.asdict(lay)
     d["mem"] = lay.mem.value
+    for k in ("col_skew", "row_skew"):  # only rotating operands are skewed: unskewed records stay as they were
+        if not d[k]:
+            del d[k]
     return d
 
 
@@ -28,7 +31,7 @@ def catalogue_records(impls: dict[str, list[Impl]]) -> dict[str, list[dict]]:
 
 
 def regenerate_catalogue(graph, target, batch: int, kind: str = "shaped") -> dict[str, list[dict]]:
-    """This version's catalogue (`kind`: "shaped" or "grid") for an instance, as records."""
+    """This version's catalogue (`kind`: "rotating", "shaped" or "grid") for an instance, as records."""
     from . import build_catalogue
     from .impl import Catalogue
     from .schedule import build_schedule

@@ -3,7 +3,9 @@
 A layout record is a dict with the fields of plan.json's `output` records. Rows split in balanced blocks per
 row group; columns in balanced whole words (a word = 4 bytes of elements), the last block taking the rest.
 A block stores its rows at a pitch of its padded columns rounded up to a word, its allocation rounded up to
-8 bytes (standard) or 32 bytes (interleaved); a flat record is a balanced split of 8-byte grains.
+8 bytes (standard) or 32 bytes (interleaved); a flat record is a balanced split of 8-byte grains. A skewed
+record (a rotating operand's initial shards) puts column block j of row block i where column block
+(j + col_skew * i) mod pc would sit, and row block i of column block j where row block (i + row_skew * j) mod pr would.
 """
 
 from __future__ import annotations
@@ -62,8 +64,9 @@ def block_tiles(lay: dict, T: int) -> np.ndarray:
     reps = lay["rep_stride"] or lay["pr"] * pc
     i = np.arange(lay["pr"])
     rows = (i // per) * gs + (i % per) * rs
-    return (lay["start"] + np.arange(lay["replicas"])[:, None, None] * reps + rows[None, :, None]
-            + np.arange(pc)[None, None, :] * lay["col_stride"]) % T
+    i, j = i[:, None], np.arange(pc)[None, :]
+    at = rows[(i + lay.get("row_skew", 0) * j) % lay["pr"]] + (j + lay.get("col_skew", 0) * i) % pc * lay["col_stride"]
+    return (lay["start"] + np.arange(lay["replicas"])[:, None, None] * reps + at[None]) % T
 
 
 def tile_bytes(lay: dict, T: int, times: int = 1) -> np.ndarray:
@@ -79,8 +82,10 @@ def owners(lay: dict, T: int) -> np.ndarray:
 
 
 def L(rows, cols, elem, pr=1, pc=1, replicas=1, start=0, row_stride=0, col_stride=1, rep_stride=0, row_groups=1,
-      group_stride=0, mem="std", flat=False, row_align=1, col_align=1, row_grain=1, col_grain=0) -> dict:
-    return {"rows": rows, "cols": cols, "elem": elem, "pr": pr, "pc": pc, "replicas": replicas, "start": start,
+      group_stride=0, mem="std", flat=False, row_align=1, col_align=1, row_grain=1, col_grain=0, col_skew=0,
+      row_skew=0) -> dict:
+    skew = {k: v for k, v in (("col_skew", col_skew % pc), ("row_skew", row_skew % pr)) if v}
+    return skew | {"rows": rows, "cols": cols, "elem": elem, "pr": pr, "pc": pc, "replicas": replicas, "start": start,
             "row_stride": row_stride, "col_stride": col_stride, "rep_stride": rep_stride, "row_groups": row_groups,
             "group_stride": group_stride, "flat": flat, "mem": mem, "row_align": row_align, "col_align": col_align, "row_grain": row_grain,
             "col_grain": col_grain}
@@ -91,4 +96,5 @@ def per_block(lay: dict, nbytes: int, mem: str = "std") -> dict:
     pc = lay["pc"]
     return L(lay["pr"], pc, _up(max(1, nbytes), 8).item(), lay["pr"], pc, lay["replicas"], lay["start"],
              lay["row_stride"] or pc, lay["col_stride"], lay["rep_stride"] or lay["pr"] * pc, lay["row_groups"],
-             lay["group_stride"] or (lay["pr"] // lay["row_groups"]) * (lay["row_stride"] or pc), mem)
+             lay["group_stride"] or (lay["pr"] // lay["row_groups"]) * (lay["row_stride"] or pc), mem,
+             col_skew=lay.get("col_skew", 0), row_skew=lay.get("row_skew", 0))

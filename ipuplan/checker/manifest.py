@@ -43,7 +43,7 @@ def _compare(prog, m, plan, placement, graph, target, derived) -> None:
     runs = _run_words(prog, target)
     _tables(prog, target, derived.tables, runs)
     _descriptors(prog, placement, target, derived.tables, runs)
-    _program(prog, target, derived.op_kinds)
+    _program(prog, target, derived.op_kinds, plan.get("options", {}).get("catalogue") == "rotating")
     ops = _ops(graph)
     for s in _compute_sets(prog):
         _params(s, ops, plan)
@@ -272,22 +272,22 @@ def _descriptors(prog, placement, t, tables, runs) -> None:
                        f"{int(held[i]):,} B of descriptors and {int(tables[i]):,} B of tables")
 
 
-def _program(prog, t, kinds: dict) -> None:
+def _program(prog, t, kinds: dict, rotating: bool) -> None:
     """The supervisor program: every step belongs to a scheduled op, no op has more compute sets or exchanges
-    than its kind provides for (codelets.PROGRAM), and the whole program, the Repeat's carry included, fits the
-    program bytes the plan's support reserved."""
+    than its kind provides for (codelets.program, in a catalogue with or without rotating matmuls), and the whole
+    program, the Repeat's carry included, fits the program bytes the plan's support reserved."""
     sets, xs = Counter(), Counter()
     for s in prog.steps:
         if s.op not in kinds:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}) belongs to no op of the plan")
         (sets if s.kind == "compute" else xs)[s.op] += 1
     for op in set(sets) | set(xs):
-        c, x = cl.PROGRAM[kinds[op]]
+        c, x = cl.program(kinds[op], rotating)
         if sets[op] > c or xs[op] > x:
             raise Mismatch(f"op {op} ({kinds[op].value}) has {sets[op]} compute sets and {xs[op]} exchanges; "
                            f"its kind provides for at most {c} and {x}")
     words = (sum(sets.values()) + (prog.carry is not None)) * t.compute_set_words + sum(xs.values()) * t.exchange_words
-    have = cl.program_bytes(t, list(kinds.values()))
+    have = cl.program_bytes(t, list(kinds.values()), rotating)
     if 4 * words > have:
         raise Mismatch(f"the supervisor program takes {4 * words:,} B; the plan reserved {have:,} B")
 
@@ -321,6 +321,18 @@ def _gemm(op, g, s, plan, v):
     x, w = g.value(op.inputs[0]), g.value(op.inputs[1])
     partial = int(_choice(plan, s)["pk"]) > 1  # k split over tiles: F32 partials, then reduction rounds
     return {0: a.x_scale + a.w_scale, 1: int(partial), 2: DTYPE_CODE[x.dtype.short], 3: DTYPE_CODE[w.dtype.short]}
+
+
+def _accumulate(op, g, s, plan, v):
+    """A rotating GEMM's step t of r: the first starts the accumulator, the last writes the output."""
+    r = int(_choice(plan, s).get("rotate", 0))
+    steps = [f"gemm step {t} of {r}" for t in range(1, r + 1)]
+    if s.name not in steps:
+        raise Mismatch(f"step {s.step} ({s.op} {s.name}): accumulating GEMM vertices outside the {r} steps of a "
+                       f"rotating matmul")
+    x, w = g.value(op.inputs[0]), g.value(op.inputs[1])
+    return {0: op.attrs.x_scale + op.attrs.w_scale, 1: int(s.name == steps[0]), 2: int(s.name == steps[-1]),
+            3: DTYPE_CODE[x.dtype.short], 4: DTYPE_CODE[w.dtype.short]}
 
 
 def _reduce(op, g, s, plan, v):
@@ -376,6 +388,8 @@ EXPECT = {
     cl.gemm.GEMM[False].name: ({OpKind.MATMUL}, _gemm, ()),
     cl.gemm.GEMM[True].name: ({OpKind.MATMUL}, _gemm, ()),
     cl.gemm.REDUCE.name: ({OpKind.MATMUL}, _reduce, ()),
+    cl.gemm.ACCUMULATE[False].name: ({OpKind.MATMUL}, _accumulate, ()),
+    cl.gemm.ACCUMULATE[True].name: ({OpKind.MATMUL}, _accumulate, ()),
     cl.vector.LAYERNORM.name: ({OpKind.LAYERNORM}, _layernorm, (3,)),  # the column block's index
     cl.vector.LAYERNORM_STATS.name: ({OpKind.LAYERNORM}, lambda *_: {}, ()),
     cl.vector.ADD.name: ({OpKind.ADD}, lambda *_: {}, ()),
@@ -405,9 +419,9 @@ def _params(s, ops, plan) -> None:
             want = cl.attention.STREAMING if _choice(plan, s)["mode"] == "streaming" else cl.attention.MATERIALIZED
             if v.codelet != want.name:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan chose {want.name}")
-        if v.codelet in (cl.gemm.GEMM[False].name, cl.gemm.GEMM[True].name):
-            fp8 = g.value(op.inputs[0]).dtype.is_fp8
-            if v.codelet != cl.gemm.GEMM[fp8].name:
+        for family in (cl.gemm.GEMM, cl.gemm.ACCUMULATE):
+            fp8 = g.value(op.inputs[0]).dtype.is_fp8 if op is not None else False
+            if v.codelet in (family[False].name, family[True].name) and v.codelet != family[fp8].name:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} for "
                                f"{g.value(op.inputs[0]).dtype.short} operands")
         P = cl.BY_NAME[v.codelet].params

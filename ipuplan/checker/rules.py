@@ -8,91 +8,20 @@ column chunks)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from math import ceil, prod
+from math import ceil
 
 import numpy as np
 
 from ..codelets import attention as att
 from ..codelets import gemm, vector
 from ..ir.graph import OpKind
+from .derived import Ctx, Derived, groups as _groups, homes, matrix_of, shape_of as _shape_of
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, per_block, row_sizes
+from .rotating import rotating
 from .validate import Invalid, canonical, get, integer, one_of, optional_equal, output_layout
 
 MODES = ("resident", "staged")
-
-
-@dataclass
-class Derived:
-    out: dict
-    needs: dict = field(default_factory=dict)  # input -> layout | ("rows", layout, segments) | None
-    params: list = field(default_factory=list)  # (param key, layout, mode, home: ("spread"|"blocks", chunks))
-    bufs: list = field(default_factory=list)  # (role, layout, life: compute | operand | program)
-    internal: list = field(default_factory=list)  # Counts of exchanges inside the op's compute step
-    internal_ends: tuple = ()  # (role sent from, role received into) of the internal exchanges
-    apart: list = field(default_factory=list)  # (buffer, buffer) never in one memory element: "x", "out" or a role
-    out_from_exchange: bool = False
-
-
-def matrix_of(shape) -> tuple[int, int]:
-    return (prod(shape[:-1]) if len(shape) > 1 else 1), shape[-1]
-
-
-def _groups(rows: int, pr: int, batch: int) -> int:
-    return batch if pr % batch == 0 and rows % batch == 0 else 1
-
-
-def _shape_of(kind, key, g, params, index):
-    if kind == "param":
-        return params[key][0]
-    if kind == "input":
-        return g.value(key)
-    o = index[key]
-    return o.graph.value(o.op.outputs[0])
-
-
-class Ctx:
-    """What every rule needs: the program, the target, the batch, the parameter counts."""
-
-    def __init__(self, g, prog, index, target, batch):
-        self.g, self.prog, self.index, self.target, self.batch = g, prog, index, target, batch
-        self.T = target.tiles
-
-    def descriptors(self, grid: dict, codelet, patched: int) -> tuple:
-        nbytes = codelet.descriptor_bytes(self.target) + 4 * patched
-        return (f"descriptors {codelet.name}", per_block(grid, nbytes), "program")
-
-    def patched(self, params) -> int:
-        return sum(1 for key, _, mode, _ in params if mode == "resident" and self.prog.params[key][1] > 1)
-
-
-def homes(ch: dict, path: str, d: Derived) -> None:
-    """Attach each staged parameter's recorded home (absent: every home spread, as the grid catalogue keeps
-    them); a chunked home only for a one-block, one-row layout with at least a word per chunk."""
-    staged = [i for i, (_, _, mode, _) in enumerate(d.params) if mode == "staged"]
-    rec = ch.get("homes") if isinstance(ch, dict) else None
-    if rec is None:
-        d.params = [(k, lay, mode, ("spread", 1)) for k, lay, mode, _ in d.params]
-        return
-    keys = {d.params[i][0] for i in staged}
-    if not isinstance(rec, dict) or set(rec) != keys:
-        raise Invalid(f"{path}.homes: {rec!r} is invalid; valid: a home for each staged parameter {sorted(keys)}")
-    out = []
-    for k, lay, mode, _ in d.params:
-        home = ("spread", 1)
-        if mode == "staged":
-            v = rec[k]
-            kind, _, chunks = v.partition("/") if isinstance(v, str) else ("", "", "")
-            ok = kind in ("spread", "blocks") and (not chunks or kind == "blocks" and chunks.isdigit())
-            c = int(chunks) if chunks and chunks.isdigit() else 1
-            one_row = not lay["flat"] and lay["pr"] * lay["pc"] == 1 and lay["rows"] == 1 and lay["col_align"] == 1
-            if not ok or c < 1 or c > 1 and (not one_row or c > -(-lay["cols"] // max(1, 4 // lay["elem"]))):
-                raise Invalid(f"{path}.homes.{k}: {v!r} is invalid; valid: spread, blocks" +
-                              (", blocks/<chunks> up to a word per chunk" if one_row else ""))
-            home = (kind, c)
-        out.append((k, lay, mode, home))
-    d.params = out
 
 
 def derive(cx: Ctx, o, choice: dict, path: str) -> Derived:
@@ -121,6 +50,8 @@ def _tree(cx: Ctx, src: dict, recv: dict, n: int) -> list:
 
 
 def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
+    if isinstance(ch, dict) and "rotate" in ch:
+        return rotating(cx, o, ch, path)
     T, B = cx.T, cx.batch
     _, xkind, xkey, _ = o.reads[0]
     xv = _shape_of(xkind, xkey, cx.g, cx.prog.params, cx.index)

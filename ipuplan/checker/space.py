@@ -218,6 +218,8 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
             for counts in d.internal:
                 src, dst = d.internal_ends
                 sp.moved(lit, [counts], target, [(f"{o.key} ({src})", f"{o.key} ({dst})")])
+            for moves in d.rounds:
+                sp.moved(lit, [c for c, _, _ in moves], target, [(s, t) for _, s, t in moves])
             for a, b in d.apart:
                 sp.apart.append((lit, a if a in ("x", "out") else f"{o.key} ({a})", b if b in ("x", "out") else
                                  f"{o.key} ({b})"))

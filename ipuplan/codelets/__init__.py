@@ -8,7 +8,7 @@ from ..target import Target
 from .base import Codelet, Cost, VectorCost, call_cycles, exchange_cost, patch_cycles
 from . import attention, gemm, vector
 
-ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, attention.STREAMING, attention.MATERIALIZED,
+ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, *gemm.ACCUMULATE.values(), attention.STREAMING, attention.MATERIALIZED,
                             attention.MERGE,
                             vector.LAYERNORM, vector.LAYERNORM_STATS, vector.ADD, vector.GELU, vector.CAST,
                             vector.COPY, vector.ROPE)
@@ -16,7 +16,8 @@ BY_NAME = {c.name: c for c in ALL}
 
 # What each codelet does to a group of its vertices (the runner's field access `v`, the numerics policy)
 EXECUTE = {gemm.GEMM[False].name: gemm.execute_gemm, gemm.GEMM[True].name: gemm.execute_gemm,
-           gemm.REDUCE.name: gemm.execute_reduce, attention.STREAMING.name: attention.execute_attention,
+           gemm.REDUCE.name: gemm.execute_reduce, gemm.ACCUMULATE[False].name: gemm.execute_accumulate,
+           gemm.ACCUMULATE[True].name: gemm.execute_accumulate, attention.STREAMING.name: attention.execute_attention,
            attention.MATERIALIZED.name: attention.execute_attention, attention.MERGE.name: attention.execute_merge,
            vector.LAYERNORM.name: vector.execute_layernorm, vector.LAYERNORM_STATS.name: vector.execute_layernorm_stats,
            vector.ADD.name: vector.execute_add, vector.GELU.name: vector.execute_gelu, vector.CAST.name: vector.execute_cast,
@@ -33,6 +34,18 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
     OpKind.ADD: (2, 2), OpKind.GELU: (2, 2), OpKind.CAST: (2, 2), OpKind.BROADCAST: (2, 2),
     OpKind.CONCAT: (1, 2),
 }
+# A rotating matmul runs one compute set per k-slice and one shift superstep between two; a catalogue that
+# offers rotating matmuls reserves every matmul's program for up to MAX_ROTATION slices.
+MAX_ROTATION = 8
+ROTATING_MATMUL = (1 + MAX_ROTATION, 2 + MAX_ROTATION - 1)  # local copy, the steps; operands, relay, the shifts
+
+
+def program(kind: OpKind, rotating: bool = False) -> tuple[int, int]:
+    """(compute sets, exchange supersteps) the program of one op of `kind` may take, in a catalogue with or
+    without rotating matmuls."""
+    if rotating and kind is OpKind.MATMUL:
+        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], ROTATING_MATMUL))
+    return PROGRAM[kind]
 
 
 def transfers_cost(target: Target, trs, patched: bool = False) -> Cost:
@@ -51,22 +64,25 @@ def transfers_cost(target: Target, trs, patched: bool = False) -> Cost:
     return exchange_cost(target, int(send.max()), int(recv.max()), int(pieces.max())) + Cost(copy, patch)
 
 
-def round_cycles(target: Target, tr) -> int:
-    """An op's internal exchange round (a reduction, merge or statistics round): its transfer as a superstep
-    of its own, with the global sync."""
-    return transfers_cost(target, [tr]).total + target.exchange_sync_cycles
+def round_cycles(target: Target, trs) -> int:
+    """An op's internal exchange round (a reduction, merge, statistics or rotation round): its transfers as a
+    superstep of its own, with the global sync."""
+    return transfers_cost(target, list(trs)).total + target.exchange_sync_cycles
 
 
-def code_bytes(target: Target) -> int:
-    """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses)."""
-    return target.runtime_code_bytes + sum(c.code_bytes for c in ALL)
+def code_bytes(target: Target, rotating: bool = False) -> int:
+    """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses); the
+    accumulating GEMMs only in a catalogue that offers rotating matmuls."""
+    rot = {c.name for c in gemm.ACCUMULATE.values()}
+    return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if rotating or c.name not in rot)
 
 
-def program_bytes(target: Target, kinds) -> int:
+def program_bytes(target: Target, kinds, rotating: bool = False) -> int:
     """Supervisor program bytes for ops of the given kinds (one entry per scheduled op, a Repeat body once)."""
-    words = sum(PROGRAM[k][0] * target.compute_set_words + PROGRAM[k][1] * target.exchange_words for k in kinds)
+    caps = [program(k, rotating) for k in kinds]
+    words = sum(c * target.compute_set_words + x * target.exchange_words for c, x in caps)
     return 4 * words
 
 
-__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "PROGRAM", "VectorCost", "attention", "code_bytes", "call_cycles",
+__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "MAX_ROTATION", "PROGRAM", "program", "VectorCost", "attention", "code_bytes", "call_cycles",
            "exchange_cost", "gemm", "patch_cycles", "program_bytes", "round_cycles", "transfers_cost", "vector"]

@@ -9,6 +9,9 @@ so pad bytes are never read as data). The output drains into interleaved memory 
 output is interleaved, in a different memory element from its left operand stream), unpadded.
 With pk > 1 every k-slice writes F32 partials, summed pairwise by a tree of exchanges and reduction
 codelets (one received partial at a time); the last round writes the F16 output with the bias.
+A rotating GEMM runs the accumulating variant once per k-slice its shards bring: the AMP's product of the
+slice, added by the workers into the cell's running F32 accumulator (at the reduction's measured rate);
+the last slice's epilogue writes the F16 output with the bias instead.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ GEMM = {False: Codelet("AmpGemmF16", 1536, ("x", "w", "out", "bias"), params=4, 
 EPILOGUE = VectorCost(4, "ISA count per F16 output vector: two F32 accumulator loads, the bias load and the "
                         "store; scale, add and round co-issued")
 REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias"), params=4)
+# params: scale, first (no running accumulator yet), last (write the F16 output), x dtype, w dtype; code: the
+# accumulating epilogue on top of the AMP loop (an estimate, as REDUCE's)
+ACCUMULATE = {fp8: Codelet(f"AmpGemmAcc{'F8' if fp8 else 'F16'}", 512, ("x", "w", "acc", "out", "bias"), params=5,
+                           apart=(("x", "acc"), ("x", "out")), interleaved=("x", "w", "acc"))
+              for fp8 in (False, True)}
 
 
 def k_multiple(fp8: bool) -> int:
@@ -63,6 +71,13 @@ def cycles(target: Target, m: int, k: int, n: int, fp8: bool) -> int:
 def epilogue_cycles(target: Target, m: int, n: int) -> int:
     """Inside the GEMM codelet, the workers scale the F32 accumulators, add the bias and round to F16."""
     return EPILOGUE.work(target, m * n * 2)
+
+
+def accumulate_cycles(target: Target, m: int, k: int, n: int, fp8: bool, first: bool) -> int:
+    """One step of a rotating GEMM on one tile: the AMP product of a [m, k] x [k, n] slice and the epilogue,
+    plus, after the first step, adding the running F32 accumulator at the reduction's measured rate."""
+    add = 0 if first else ceil(m * n * 4 / target.reduction_bytes_per_cycle)
+    return cycles(target, m, k, n, fp8) + epilogue_cycles(target, m, n) + add
 
 
 def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
@@ -103,6 +118,23 @@ def execute_gemm(v, pol) -> None:
     y = gemm_groups(xu, xinv, wu, inv, acc, pol.chunk)
     if v.params[0, 1]:
         v.write("out", y, "f32")
+        return
+    bias = v.read("bias", "f16") if v.used("bias") else None
+    v.write("out", finish(y, int(v.params[0, 0]), bias), "f16")
+
+
+def execute_accumulate(v, pol) -> None:
+    """AmpGemmAccF16/F8: one k-slice's product added into the running F32 accumulator; the last step writes
+    the F16 output (scaled, plus the bias)."""
+    fp8 = ("f143", "f152")
+    ok = fp8 if v.codelet == ACCUMULATE[True].name else ("f16",)
+    xdt, wdt = v.dtype(3, ok), v.dtype(4, ok)
+    (xu, xinv), (wu, inv) = v.read_unique("x", xdt), v.read_unique("w", wdt)
+    y = gemm_groups(xu, xinv, wu, inv, pol.accumulation["f8" if xdt in fp8 else "f16"], pol.chunk)
+    if not v.params[0, 1]:
+        y = add_partials(v.read("acc", "f32"), y)
+    if not v.params[0, 2]:
+        v.write("acc", y, "f32")
         return
     bias = v.read("bias", "f16") if v.used("bias") else None
     v.write("out", finish(y, int(v.params[0, 0]), bias), "f16")

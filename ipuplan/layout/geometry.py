@@ -64,7 +64,9 @@ class Layout:
     images; block i of group b then sits at b * group_stride + i * row_stride (group_stride 0: the groups'
     blocks follow each other, b * (pr / g) * row_stride). flat: the row-major bytes split into `pr` balanced chunks of 8-byte grains (parameter homes).
     Padding rounds each block's rows/cols up to `row_align`/`col_align` (codelet operand blocks); padded
-    storage is never read as data.
+    storage is never read as data. Skews place a rotating operand's shards as Cannon's algorithm starts them:
+    with `col_skew` s, column block j of row block i sits where column block (j + s * i) mod pc would; with
+    `row_skew` s, row block i of column block j where row block (i + s * j) mod pr would.
     """
 
     rows: int
@@ -86,6 +88,8 @@ class Layout:
     row_grain: int = 1  # row blocks split at multiples of it (a GEMM's w rows follow x's word-grain k split)
     col_grain: int = 0  # column blocks split at multiples of it; 0: a word's worth of elements (F32 partials
     #                     follow their F16 output's split)
+    col_skew: int = 0  # 0..pc-1 (see above)
+    row_skew: int = 0  # 0..pr-1, one row group only
 
     def __post_init__(self):
         if min(self.rows, self.cols, self.elem, self.pr, self.pc, self.replicas, self.row_groups,
@@ -97,6 +101,10 @@ class Layout:
             raise ValueError("a flat layout has one column of chunks")
         if self.rows % self.row_groups or self.pr % self.row_groups:
             raise ValueError(f"row groups do not divide rows and row blocks in {self}")
+        if (self.col_skew or self.row_skew) and (self.flat or self.row_skew and self.row_groups > 1):
+            raise ValueError(f"a skew needs a grid layout (a row skew one row group) in {self}")
+        object.__setattr__(self, "col_skew", self.col_skew % self.pc)
+        object.__setattr__(self, "row_skew", self.row_skew % self.pr)
         if self.col_grain == grain(self.elem):
             object.__setattr__(self, "col_grain", 0)  # the default grain, spelled one way
         # canonical strides: a default (0) is resolved, so equal geometry means equal layouts
@@ -152,7 +160,8 @@ class Layout:
         grp = f" g{self.row_groups}" if self.row_groups > 1 else ""
         grp += f"/{self.gstride}" if self.gstride != (self.pr // self.row_groups) * self.rstride else ""
         pad = f" pad {self.row_align}x{self.col_align}" if (self.row_align, self.col_align) != (1, 1) else ""
-        return f"[{self.rows}x{self.cols}]*{self.elem}B {g}{grp}{st}{rep} @{self.start} {self.mem.value}{pad}"
+        sk = (f" skew c{self.col_skew}" if self.col_skew else "") + (f" skew r{self.row_skew}" if self.row_skew else "")
+        return f"[{self.rows}x{self.cols}]*{self.elem}B {g}{grp}{st}{rep}{sk} @{self.start} {self.mem.value}{pad}"
 
     # --- blocks ----------------------------------------------------------------------------------
 
@@ -180,9 +189,10 @@ class Layout:
     def block_tiles(self, tiles: int) -> np.ndarray:
         """[replicas, pr, pc] tile index of every block."""
         r = np.arange(self.replicas)[:, None, None] * self.repstride
-        i = self.row_block_tiles()[None, :, None]
-        j = np.arange(self.pc)[None, None, :] * self.col_stride
-        return (self.start + r + i + j) % tiles
+        i, j = np.arange(self.pr)[:, None], np.arange(self.pc)[None, :]
+        rpos = (i + self.row_skew * j) % self.pr
+        cpos = (j + self.col_skew * i) % self.pc
+        return (self.start + r + (self.row_block_tiles()[rpos] + cpos * self.col_stride)[None]) % tiles
 
     def block_bytes(self) -> np.ndarray:
         """[pr, pc] allocated bytes of each block (padding and alignment included)."""
@@ -232,4 +242,5 @@ def per_block(lay: Layout, nbytes: int, mem: MemClass = MemClass.STANDARD) -> La
     """A layout with one `nbytes` item per block of `lay`, on the same tiles (per-vertex scratch)."""
     return Layout(lay.pr, lay.pc, -(-max(1, nbytes) // 8) * 8, pr=lay.pr, pc=lay.pc, replicas=lay.replicas,
                   start=lay.start, row_stride=lay.rstride, col_stride=lay.col_stride, rep_stride=lay.repstride,
-                  row_groups=lay.row_groups, group_stride=lay.gstride, mem=mem)
+                  row_groups=lay.row_groups, group_stride=lay.gstride, mem=mem, col_skew=lay.col_skew,
+                  row_skew=lay.row_skew)

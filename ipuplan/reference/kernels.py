@@ -29,13 +29,35 @@ def matmul(op: Op, ins, vals: list[Value], out: Value, pol) -> np.ndarray:
         return y + bias if bias is not None else y
     acc = pol.accumulation["f8" if vals[0].dtype.is_fp8 else "f16"]
     pk = pol.choice["pk"] if pol.choice else 1
-    if pk == 1:
+    if pol.choice and pol.choice.get("rotate"):
+        y = _rotated(x, w, vals[0], pol.choice, acc, pol.chunk)
+    elif pk == 1:
         y = gemm.amp(x, w, acc, pol.chunk)
     else:  # plan-faithful: each k-slice of the plan on its own, partials summed by the plan's tree
         kb = np.concatenate([[0], np.cumsum(balanced_grains(x.shape[-1], pk, grain(vals[0].dtype.itemsize)))])
         parts = [gemm.amp(x[..., kb[r]:kb[r + 1]], w[kb[r]:kb[r + 1]], acc, pol.chunk) for r in range(pk)]
         y = _tree(parts, gemm.add_partials)
     return gemm.finish(y, a.x_scale + a.w_scale, bias)
+
+
+def _rotated(x, w, xv: Value, ch: dict, acc: DType, chunk: int) -> np.ndarray:
+    """Plan-faithful rotating matmul: k in r slices of whole AMP micro-blocks; output block (i, j) starts with
+    slice (i + j) mod r and adds the next slice of its ring at every step, in F32."""
+    r = ch["rotate"]
+    fp8 = xv.dtype.is_fp8
+    kb = np.concatenate([[0], np.cumsum(balanced_grains(x.shape[-1], r, gemm.k_multiple(fp8)))])
+    parts = np.stack([gemm.amp(x[..., kb[q]:kb[q + 1]], w[kb[q]:kb[q + 1]], acc, chunk) for q in range(r)])
+    lead = parts.shape[1:-1]
+    parts = parts.reshape(r, -1, parts.shape[-1])
+    out = Layout(**{**ch["output"], "mem": MemClass(ch["output"]["mem"])})
+    rb = np.searchsorted(out.row_bounds(), np.arange(parts.shape[1]), side="right") - 1
+    cb = np.searchsorted(out.col_bounds(), np.arange(parts.shape[2]), side="right") - 1
+    start = (rb[:, None] + cb[None, :]) % r
+    rows, cols = np.arange(parts.shape[1])[:, None], np.arange(parts.shape[2])[None, :]
+    y = parts[start, rows, cols]
+    for t in range(1, r):
+        y = gemm.add_partials(y, parts[(start + t) % r, rows, cols])
+    return y.reshape(*lead, -1)
 
 
 def _tree(parts: list, combine):

@@ -198,10 +198,10 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
     constant = 0
     for sop in sched.ops:  # the program and code support is derived from the op kinds alone
         for im in impls[sop.key]:
-            cs, xs = cl.PROGRAM[sop.op.kind]
+            cs, xs = cl.program(sop.op.kind, cctx.rotating)
             assert im.compute_sets + 1 <= cs and 2 + len(im.internal) <= xs, (sop.key, im.label)
-    acct = Accounting.for_target(target, support_reserve, cl.program_bytes(target, [s.op.kind for s in sched.ops]),
-                                 cl.code_bytes(target), table_budget, headroom)
+    acct = Accounting.for_target(target, support_reserve, cl.program_bytes(target, [s.op.kind for s in sched.ops], cctx.rotating),
+                                 cl.code_bytes(target, cctx.rotating), table_budget, headroom)
 
     def xfer(src, dst: Layout, rows=None) -> Transfer:
         key = (src, dst, rows)
@@ -237,7 +237,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
         for i, im in enumerate(impls[sop.key]):
             lit = ("impl", sop.key, i)
             isync = len(im.internal) * target.exchange_sync_cycles  # one sync per internal exchange round
-            beyond = sum(cl.transfers_cost(target, [inner.transfer]).beyond for inner in im.internal)
+            beyond = sum(cl.transfers_cost(target, inner.transfers).beyond for inner in im.internal)
             cost = cl.Cost(im.cycles, im.extra_exchange - isync, isync, beyond)
             stage = cl.Cost()
             add(lit, im.out, sop.xstep if im.out_from_exchange else sop.cstep, buf.last, f"{sop.key} (output)")
@@ -265,8 +265,8 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
                     exchange(lit, sop.xstep, f"stage {pu.key} -> {sop.key}", [tr],
                              [(f"{pu.key} (home x{info.count})", f"{pu.key} (staged)")], patched=info.count > 1)
             for inner in im.internal:
-                exchange(lit, sop.cstep, f"{sop.key} {inner.what}", [inner.transfer],
-                         [(f"{sop.key} ({inner.src})", f"{sop.key} ({inner.dst})")])
+                exchange(lit, sop.cstep, f"{sop.key} {inner.what}", inner.transfers,
+                         [(m.src, m.dst) for m in inner.moves])
             parts[lit] = (cost + stage) * sop.trips
             staging[lit] = stage * sop.trips
             cycles[lit] = parts[lit].total

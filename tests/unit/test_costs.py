@@ -71,5 +71,5 @@ def test_internal_round_is_a_superstep_with_its_sync(t):
     a = Layout(64, 64, 2, pr=4, pc=1)
     b = Layout(64, 64, 2, pr=1, pc=4)
     tr = transfers(a, b, 16, None, t.encoding)
-    assert cl.round_cycles(t, tr) == cl.transfers_cost(t, [tr]).total + t.exchange_sync_cycles
+    assert cl.round_cycles(t, [tr]) == cl.transfers_cost(t, [tr]).total + t.exchange_sync_cycles
     assert cl.transfers_cost(t, [tr]).sync == 0

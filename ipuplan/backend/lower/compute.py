@@ -18,6 +18,7 @@ from ...codelets.base import DTYPE_CODE
 from ...ir.graph import OpKind
 from .buffers import Blocks
 from .context import Ctx, VertexBuilder
+from .rotating import rotating_matmul
 
 
 def _f32_bits(x: float) -> int:
@@ -48,6 +49,8 @@ def _tree(n: int):
 
 
 def matmul(cx: Ctx, sop, im) -> list:
+    if "rotate" in im.fields:
+        return rotating_matmul(cx, sop, im)
     T, op = cx.T, sop.key
     pm, pn, pk = im.fields["pm"], im.fields["pn"], im.fields["pk"]
     a = sop.op.attrs

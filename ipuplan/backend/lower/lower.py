@@ -92,8 +92,10 @@ def lower(p, chosen: set, pp) -> Program:
                 steps.append(ComputeSet(sc, section(sc), op, item[1], tuple(item[2])))
                 continue
             inner = im.internal[item[1]]
-            ex, loc = cell_runs(inner.transfer, cx.own(op, inner.src).buf, cx.own(op, inner.dst).buf, enc, False)
-            tables += table_words(ex, loc, T, enc, False, cw) * ib
+            runs = [cell_runs(m.transfer, cx.buf(m.src), cx.buf(m.dst), enc, False) for m in inner.moves]
+            ex, loc = Runs.concat([r[0] for r in runs]), Runs.concat([r[1] for r in runs])
+            for e, lc in runs:
+                tables += table_words(e, lc, T, enc, False, cw) * ib
             if len(loc.src):
                 steps.append(ComputeSet(sc, section(sc), op, f"{inner.what} (local)", (_copies(loc),)))
             steps.append(_exchange(sc, section(sc), op, inner.what, ex))

@@ -118,13 +118,15 @@ def _conflicts(p, chosen: set, rows: list[_Row]) -> list[tuple[int, int, np.ndar
             for f_a, f_b in cl.BY_NAME[name].apart:
                 ends = []
                 for f in (f_a, f_b):
-                    if f == "x":
-                        ends.append(_left_operand(p, chosen, lit[1]))
+                    if f == "x":  # the left operand, and a rotating GEMM's other x shard buffer
+                        ends.append([_left_operand(p, chosen, lit[1]), f"{lit[1]} (x shards)"])
+                    elif f == "acc":
+                        ends.append([f"{lit[1]} (accumulator)"])
                     else:  # the GEMM's output: its partials when the op reduces over k-slices
                         part = f"{lit[1]} (partials)"
-                        ends.append(part if part in by_what else f"{lit[1]} (output)")
-                for i in by_what.get(ends[0], ()):
-                    for j in by_what.get(ends[1], ()):
+                        ends.append([part if part in by_what else f"{lit[1]} (output)"])
+                for i in (i for e in ends[0] for i in by_what.get(e, ())):
+                    for j in (j for e in ends[1] for j in by_what.get(e, ())):
                         out.append((i, j, (rows[i].sizes > 0) & (rows[j].sizes > 0)))
     return [(i, j, m) for i, j, m in out if m.any()]
 

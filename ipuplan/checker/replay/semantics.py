@@ -84,6 +84,47 @@ def gemm(g) -> None:
         g.write("out", out_tags(op.partial, op.gen, code, xr, N, n0, n, 4))
 
 
+def accumulate(g) -> None:
+    """A rotating GEMM's step: x's k-slice times w's (the same slice), added to the running F32 accumulator of
+    the same output block. The slices a cell has summed form a run of k that wraps at k's end (a cell starts
+    at its own slice); a step's slice must start where that run ends, and the last step's run covers all of k."""
+    op = g.op
+    ex, ew = op.esize(0), op.esize(1)
+    xr, xc, _ = expect(g, "x", 0)
+    k0 = contiguous(g, "x", xc, GRAIN[ex])
+    kx = g.nbytes("x") // ex
+    wr, wc, _ = expect(g, "w", 1)
+    g.require(wr == (k0[:, None] + np.arange(wr.shape[1])), "w", lambda v: "w rows are not x's k range")
+    g.require(np.full(len(k0), wr.shape[1] == kx)[:, None, None], "w", lambda v: f"w has {wr.shape[1]} rows, x {kx} columns")
+    n0 = contiguous(g, "w", wc, GRAIN[ew])
+    n = g.nbytes("w") // ew
+    first, last = g.params[:, 1], g.params[:, 2]
+    g.require(((first == first[0]) & (last == last[0]))[:, None, None], "acc", lambda v: "mixed first and last steps")
+    K, N = op.k, op.n
+    want = out_tags(op.partial, op.gen, 0, xr, N, n0, n, 4)
+    if first[0]:
+        lo, hi = k0, k0 + kx
+    else:
+        tags = g.read("acc")
+        d = unpack(tags)
+        g.require(d.valid & (d.tensor == op.partial) & (d.gen == op.gen), "acc",
+                  lambda v: g.describe(tags[v], f"{g.tensors.name(op.partial)} iteration {op.gen}"))
+        g.require(d.elem == unpack(want).elem, "acc", lambda v: "the accumulator holds another output block")
+        g.require(d.code == d.code[:, :1, :1], "acc", lambda v: "mixed k runs")
+        lo, hi = op.bounds("k", d.code[:, 0, 0])
+        g.require((hi % K == k0)[:, None, None], "x", lambda v: f"k [{k0[v]}, +{kx}) does not continue the summed run "
+                  f"[{lo[v]}, {hi[v]}) of {K}")
+        hi = hi + kx
+    if last[0]:
+        g.require(((hi - lo) == K)[:, None, None], "acc", lambda v: f"the last step sums {hi[v] - lo[v]} of {K} k")
+        if op.bias:
+            _bias(g, n0, n)
+        g.write("out", out_tags(op.out, op.gen, 0, xr, N, n0, n, 2))
+    else:
+        g.require(((hi - lo) < K)[:, None, None], "x", lambda v: "a k-slice summed twice")
+        g.write("acc", out_tags(op.partial, op.gen, op.interval("k", lo, hi), xr, N, n0, n, 4))
+
+
 def _bias(g, n0, n) -> None:
     if not g.used("bias").all():
         g.require(g.used("bias")[:, None, None], "bias", lambda v: "the op's bias is not read")
@@ -276,7 +317,7 @@ def rope(g) -> None:
     g.write("x", np.where(inwin, pack(d.tensor, d.gen, 1, d.elem), xt))
 
 
-RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
+RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "AmpGemmAccF8": accumulate, "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
          "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
          "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
          "SoftmaxStateMergeF32": merge, "RopeF16": rope}
