@@ -1,14 +1,16 @@
-"""The shaped catalogue (the default) against the grid catalogue (`--catalogue grid`), in one run on one machine.
+"""Implementation spaces side by side (`--catalogue`: shaped, the default, against grid, or any list such as
+shaped,rotating), in one run on one machine.
 
-For each case: modeled cycles and ms, compute / exchange / exchange beyond bytes / sync, the ratio to the
-compute roofline, the solve's wall time (whole CLI process, placement and the checker included); then, with
---what-if, the largest FIT batch of each model (`ipuplan explain --what-if batch`), each catalogue in turn.
+For each case: modeled cycles and ms, images per second at the target's clock, compute / exchange / exchange
+beyond bytes / sync, the ratio to the compute roofline, the solve's wall time (whole CLI process, placement and
+the checker included); then, with --what-if, the largest FIT batch of each model (`ipuplan explain --what-if
+batch`), each catalogue in turn.
 
 The compute roofline of a case: every matmul and attention product of the IR at the AMP's peak rate on every
 tile (FP8 operands at the target's f8 MACs per cycle, F16 at its f16 rate), nothing else.
 
 Usage: python bench/catalogues.py [--cases siglip:1,siglip:2,pe:1,pe:2,pe:4,siglip-base-224:1,siglip-base-224:8,
-       vit-small:1] [--what-if siglip,pe] [--out bench/out/catalogues]
+       vit-small:1] [--catalogues shaped,grid] [--what-if siglip,pe] [--out bench/out/catalogues]
 """
 
 from __future__ import annotations
@@ -86,31 +88,34 @@ def largest_batch(model: str, catalogue: str, out: Path) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default=CASES)
+    ap.add_argument("--catalogues", default="shaped,grid", help="implementation spaces, comma-separated")
     ap.add_argument("--what-if", default="", help="models whose largest FIT batch to find, comma-separated")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "catalogues"))
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"{time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}")
-    print("| case | catalogue | verdict | modeled cycles | ms | compute | exchange | beyond bytes | sync | x roofline "
-          "| solve s |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    cats = a.catalogues.split(",")
+    print("| case | catalogue | verdict | modeled cycles | ms | images/s | compute | exchange | beyond bytes | sync | "
+          "x roofline | solve s |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for case in a.cases.split(","):
         model, batch = case.split(":")
         roof = roofline(model, int(batch))
-        for cat in ("shaped", "grid"):
+        for cat in cats:
             r = solve(model, int(batch), cat, out)
             doc = r["doc"]
             if doc["verdict"] != "FIT":
-                print(f"| {model} b{batch} | {cat} | {doc['verdict']} | | | | | | | | {r['wall']:.0f} |", flush=True)
+                print(f"| {model} b{batch} | {cat} | {doc['verdict']} | | | | | | | | | {r['wall']:.0f} |", flush=True)
                 continue
             c = doc["cycles"]
             b = c["breakdown"]
-            print(f"| {model} b{batch} | {cat} | FIT | {c['modeled']:,} | {c['ms']:.2f} | {b['compute']:,} | "
+            print(f"| {model} b{batch} | {cat} | FIT | {c['modeled']:,} | {c['ms']:.2f} | {int(batch) * 1000 / c['ms']:.1f} | "
+                  f"{b['compute']:,} | "
                   f"{b['exchange']:,} | {b['exchange_beyond_bytes']:,} | {b['sync']:,} | {c['modeled'] / roof:.2f} | "
                   f"{r['wall']:.0f} |", flush=True)
     for model in filter(None, a.what_if.split(",")):
-        for cat in ("shaped", "grid"):
+        for cat in cats:
             print(f"largest FIT batch, {model}, {cat}: {largest_batch(model, cat, out)}", flush=True)
 
 

@@ -10,17 +10,23 @@ from .attention import attention
 from .elementwise import elementwise
 from .impl import Buf, Catalogue, Ctx, Home, HomeKind, Impl, Internal, Life, Move, ParamMode, ParamUse, RowsInto
 from .matmul import matmul
+from .ring import ring
 from .rotating import rotating
 from .schedule import Schedule, SOp, build_schedule, matrix
 
 def matmuls(ctx: Ctx, sop: SOp) -> list[Impl]:
-    """Replicated grids, and in the rotating catalogue also the rotating ones."""
+    """Replicated grids, and in the rotating catalogue also rotating ones."""
     return matmul(ctx, sop) + (rotating(ctx, sop) if ctx.rotating else [])
+
+
+def attentions(ctx: Ctx, sop: SOp) -> list[Impl]:
+    """Replicated keys and values, and in the rotating catalogue also ring attention."""
+    return attention(ctx, sop) + (ring(ctx, sop) if ctx.rotating else [])
 
 
 CATALOGUE: dict[OpKind, Callable[[Ctx, SOp], list[Impl]]] = {
     OpKind.MATMUL: matmuls,
-    OpKind.ATTENTION: attention,
+    OpKind.ATTENTION: attentions,
     OpKind.ADD: elementwise,
     OpKind.GELU: elementwise,
     OpKind.CAST: elementwise,

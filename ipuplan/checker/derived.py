@@ -82,3 +82,27 @@ def homes(ch: dict, path: str, d: Derived) -> None:
             home = (kind, c)
         out.append((k, lay, mode, home))
     d.params = out
+
+
+@dataclass(frozen=True)
+class GemmShape:
+    """A matmul's operands as the checker reads them from the program: x [m, k], w [k, n]."""
+
+    xkind: str
+    xkey: str
+    wkey: str
+    m: int
+    k: int
+    n: int
+    fp8: bool
+    xe: int  # bytes per x element
+    we: int  # bytes per w element
+
+
+def gemm_shape(cx: Ctx, o) -> GemmShape:
+    _, xkind, xkey, _ = o.reads[0]
+    xv = shape_of(xkind, xkey, cx.g, cx.prog.params, cx.index)
+    wkey = o.reads[1][2]
+    wv = cx.prog.params[wkey][0]
+    m, k = matrix_of(xv.shape)
+    return GemmShape(xkind, xkey, wkey, m, k, wv.shape[1], xv.dtype.is_fp8, xv.dtype.itemsize, wv.dtype.itemsize)

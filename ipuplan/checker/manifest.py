@@ -357,8 +357,8 @@ def _cast(op, g, s, plan, v):
 def _attention(op, g, s, plan, v):
     from ..codelets.attention import STREAM_PANEL
     c = _choice(plan, s)
-    return {0: _f32_bits(op.attrs.scale), 1: int(c["mode"] == "streaming"), 2: int(int(c["key_splits"]) > 1),
-            3: STREAM_PANEL}
+    states = int(c["key_splits"]) > 1 or bool(c.get("ring"))  # writes a softmax state for a merge
+    return {0: _f32_bits(op.attrs.scale), 1: int(c["mode"] == "streaming"), 2: int(states), 3: STREAM_PANEL}
 
 
 def _merge(op, g, s, plan, v):

@@ -16,7 +16,7 @@ from math import ceil
 import numpy as np
 
 from ..codelets import MAX_ROTATION, gemm
-from .derived import Ctx, Derived, groups, homes, matrix_of
+from .derived import Ctx, Derived, gemm_shape, groups, homes
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, pitches, per_block, row_sizes
 from .validate import Invalid, canonical, integer, one_of
@@ -27,16 +27,10 @@ ROTATIONS = tuple(range(2, MAX_ROTATION + 1))
 def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
     """Derived buffers of the rotating choice `ch` of matmul `o` (raises Invalid naming the bad field)."""
     T, B = cx.T, cx.batch
-    _, xkind, xkey, window = o.reads[0]
-    if xkind != "act" or window is not None:
+    if o.reads[0][1] != "act" or o.reads[0][3] is not None:
         raise Invalid(f"{path}.rotate: a rotating matmul needs an activation operand read whole")
-    xv = cx.index[xkey].graph.value(cx.index[xkey].op.outputs[0])
-    wkey = o.reads[1][2]
-    wv = cx.prog.params[wkey][0]
-    m, k = matrix_of(xv.shape)
-    n = wv.shape[1]
-    fp8 = xv.dtype.is_fp8
-    xe, we = xv.dtype.itemsize, wv.dtype.itemsize
+    s = gemm_shape(cx, o)
+    xkey, wkey, m, k, n, fp8, xe, we = s.xkey, s.wkey, s.m, s.k, s.n, s.fp8, s.xe, s.we
     km = gemm.K_MULTIPLE[fp8]
     r = one_of(ch, "rotate", path, ROTATIONS)
     one_of(ch, "pk", path, (1,))

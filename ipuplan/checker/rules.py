@@ -15,9 +15,10 @@ import numpy as np
 from ..codelets import attention as att
 from ..codelets import gemm, vector
 from ..ir.graph import OpKind
-from .derived import Ctx, Derived, groups as _groups, homes, matrix_of, shape_of as _shape_of
+from .derived import Ctx, Derived, gemm_shape, groups as _groups, homes, matrix_of, shape_of as _shape_of
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, per_block, row_sizes
+from .ring import ring
 from .rotating import rotating
 from .validate import Invalid, canonical, get, integer, one_of, optional_equal, output_layout
 
@@ -53,14 +54,8 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
     if isinstance(ch, dict) and "rotate" in ch:
         return rotating(cx, o, ch, path)
     T, B = cx.T, cx.batch
-    _, xkind, xkey, _ = o.reads[0]
-    xv = _shape_of(xkind, xkey, cx.g, cx.prog.params, cx.index)
-    wkey = o.reads[1][2]
-    wv = cx.prog.params[wkey][0]
-    m, k = matrix_of(xv.shape)
-    n = wv.shape[1]
-    fp8 = xv.dtype.is_fp8
-    xe, we = xv.dtype.itemsize, wv.dtype.itemsize
+    s = gemm_shape(cx, o)
+    xkind, xkey, wkey, m, k, n, fp8, xe, we = s.xkind, s.xkey, s.wkey, s.m, s.k, s.n, s.fp8, s.xe, s.we
     pk = one_of(ch, "pk", path, (1, 2, 4, 8))
     pm = integer(ch, "pm", path, 1, m)
     pn = integer(ch, "pn", path, 1, -(-n // 4))
@@ -109,6 +104,8 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
 
 
 def _attention(cx: Ctx, o, ch: dict, path: str) -> Derived:
+    if isinstance(ch, dict) and "ring" in ch:
+        return ring(cx, o, ch, path)
     T, B = cx.T, cx.batch
     a = o.op.attrs
     qv, kv = o.graph.value(o.op.inputs[0]), o.graph.value(o.op.inputs[1])

@@ -34,17 +34,19 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
     OpKind.ADD: (2, 2), OpKind.GELU: (2, 2), OpKind.CAST: (2, 2), OpKind.BROADCAST: (2, 2),
     OpKind.CONCAT: (1, 2),
 }
-# A rotating matmul runs one compute set per k-slice and one shift superstep between two; a catalogue that
-# offers rotating matmuls reserves every matmul's program for up to MAX_ROTATION slices.
+# A rotating matmul runs one compute set per k-slice, ring attention an attention and a merge set per key panel
+# (the first without a merge), each with one shift superstep between two steps; a catalogue that offers them
+# reserves every matmul's and attention's program for up to MAX_ROTATION steps.
 MAX_ROTATION = 8
-ROTATING_MATMUL = (1 + MAX_ROTATION, 2 + MAX_ROTATION - 1)  # local copy, the steps; operands, relay, the shifts
+ROTATING = {OpKind.MATMUL: (1 + MAX_ROTATION, 2 + MAX_ROTATION - 1),  # local copy, the steps; operands, relay, shifts
+            OpKind.ATTENTION: (1 + 2 * MAX_ROTATION - 1, 2 + MAX_ROTATION - 1)}
 
 
 def program(kind: OpKind, rotating: bool = False) -> tuple[int, int]:
     """(compute sets, exchange supersteps) the program of one op of `kind` may take, in a catalogue with or
-    without rotating matmuls."""
-    if rotating and kind is OpKind.MATMUL:
-        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], ROTATING_MATMUL))
+    without rotating matmuls and ring attention."""
+    if rotating and kind in ROTATING:
+        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], ROTATING[kind]))
     return PROGRAM[kind]
 
 

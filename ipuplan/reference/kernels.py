@@ -113,6 +113,9 @@ def attention(op, ins, vals, out, pol):
         ns, streaming = pol.choice["key_splits"], pol.choice["mode"] == "streaming"
         g = lambda t: np.ascontiguousarray(t.reshape(b * a.heads, t.shape[2], a.head_dim))
         qg, kg, vg = g(qh), g(kh), g(vh)
+        if pol.choice.get("ring"):
+            o = att.finish(_ring(qg, kg, vg, a.scale, pol.choice, pol.chunk)).reshape(b, a.heads, sq, a.head_dim)
+            return o.transpose(0, 2, 1, 3).reshape(b, sq, a.heads * a.head_dim)
         kb = np.concatenate([[0], np.cumsum(balanced(sk, ns))])
         states = [att.block(qg, kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], a.scale, streaming, pol.chunk)
                   for s in range(ns)]
@@ -124,6 +127,25 @@ def attention(op, ins, vals, out, pol):
     p = p / p.sum(-1, keepdims=True)
     o = np.matmul(p, vh)
     return o.transpose(0, 2, 1, 3).reshape(b, sq, a.heads * a.head_dim)
+
+
+def _ring(qg, kg, vg, scale: float, ch: dict, chunk: int):
+    """Plan-faithful ring attention: keys in r balanced panels; query block q starts with panel q mod r and merges
+    the next panel of its ring at every step into its running state."""
+    r, nq = ch["ring"], ch["query_blocks"]
+    sq, sk = qg.shape[1], kg.shape[1]
+    kb = np.concatenate([[0], np.cumsum(balanced(sk, r))])
+    states = [att.block(qg, kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], scale, True, chunk) for s in range(r)]
+    qblock = np.repeat(np.arange(nq), balanced(sq, nq))  # the query block of every row
+
+    def at(t):
+        pick = (qblock + t) % r
+        return tuple(np.choose(pick[None, :, None] if x.ndim == 3 else pick[None, :], [s[j] for s in states])
+                     for j, x in enumerate(states[0]))
+    run = at(0)
+    for t in range(1, r):
+        run = att.merge(run, at(t))
+    return run
 
 
 def cast(op, ins, vals, out, pol):

@@ -1,7 +1,9 @@
-"""Rotating (compute-shift) matmuls through the whole back half: vit-small on 64 tiles with every matmul that has
-a rotating implementation restricted to those — solved and checked, placed, lowered, package-checked with its
+"""Rotating (compute-shift) matmuls and ring attention through the whole back half, on 64 tiles with every op that
+has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices) and pe-tiny (ring
+attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
-k-slices in its own rotation order); a tampered rotation is refused by the checker."""
+k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
+the checker."""
 
 from __future__ import annotations
 
@@ -18,29 +20,41 @@ from tests.tests_helpers import run_main
 SMALL = ROOT / "targets" / "small64.yaml"
 
 
-def _rotating_only(monkeypatch):
+def _rotating_only(monkeypatch, ring: int | None = None):
+    """Matmuls restricted to their rotating implementations and attention to its ring ones (with `ring` panels),
+    wherever an op has any."""
     from ipuplan.catalogue import CATALOGUE
     from ipuplan.ir.graph import OpKind
-    every = CATALOGUE[OpKind.MATMUL]
+    for kind, keep in ((OpKind.MATMUL, lambda f: "rotate" in f), (OpKind.ATTENTION, lambda f: f.get("ring") == ring)):
+        every = CATALOGUE[kind]
 
-    def only(ctx, sop):
-        impls = every(ctx, sop)
-        return [im for im in impls if "rotate" in im.fields] or impls
-    monkeypatch.setitem(CATALOGUE, OpKind.MATMUL, only)
+        def only(ctx, sop, every=every, keep=keep):
+            impls = every(ctx, sop)
+            return [im for im in impls if keep(im.fields)] or impls
+        monkeypatch.setitem(CATALOGUE, kind, only)
+
+
+def _build(tmp_path_factory, model: str, batch: int, pixels: tuple, *extra, ring: int | None = None):
+    mp = pytest.MonkeyPatch()
+    _rotating_only(mp, ring)
+    try:
+        d = tmp_path_factory.mktemp(model)
+        assert run_main("build", MODELS / f"{model}.yaml", "--target", SMALL, "--batch", str(batch), "--catalogue",
+                        "rotating", *extra, "-o", d) == 0
+    finally:
+        mp.undo()
+    np.save(d / "pixels.npy", np.random.default_rng(5).standard_normal((batch, *pixels)).astype(np.float32))
+    return d
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    _rotating_only(mp)
-    try:
-        d = tmp_path_factory.mktemp("rotating")
-        assert run_main("build", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "2", "--catalogue",
-                        "rotating", "-o", d) == 0
-    finally:
-        mp.undo()
-    np.save(d / "pixels.npy", np.random.default_rng(5).standard_normal((2, 3, 28, 28)).astype(np.float32))
-    return d
+    return _build(tmp_path_factory, "vit-small", 2, (3, 28, 28))
+
+
+@pytest.fixture(scope="module")
+def ringed(tmp_path_factory):
+    return _build(tmp_path_factory, "pe-tiny", 1, (3, 384, 384), "--layers", "2", ring=4)
 
 
 def test_the_plan_rotates_every_activation_matmul(built):
@@ -52,10 +66,18 @@ def test_the_plan_rotates_every_activation_matmul(built):
         assert c["pm"] % c["rotate"] == 0 and c["pn"] % c["rotate"] == 0 and c["params"] == "staged"
 
 
-def test_package_checks_and_runs_bit_exact(built, cli):
-    r = cli("check", built / "model.ipupkg")
+def test_the_plan_rings_the_encoder_attention(ringed):
+    plan = json.loads((ringed / "plan.json").read_text())
+    c = plan["choices"]["encoder/attn"]
+    assert c["ring"] == 4 and c["query_blocks"] % 4 == 0 and c["key_splits"] == 1
+
+
+@pytest.mark.parametrize("which", ["built", "ringed"])
+def test_package_checks_and_runs_bit_exact(which, request, cli):
+    d = request.getfixturevalue(which)
+    r = cli("check", d / "model.ipupkg")
     assert r.code == 0 and "PACKAGE CHECK PASSED" in r.out, r.out + r.err
-    r = cli("run", built / "model.ipupkg", "--pixels", built / "pixels.npy", "--compare")
+    r = cli("run", d / "model.ipupkg", "--pixels", d / "pixels.npy", "--compare")
     assert r.code == 0 and "BIT-EXACT" in r.out + r.err, r.out + r.err
 
 
@@ -91,3 +113,15 @@ def test_skewed_layouts_agree_with_the_checkers_geometry(pr, pc, reps, cs, rs, s
     i, j = np.meshgrid(np.arange(pr), np.arange(pc), indexing="ij")
     rpos, cpos = (i + lay.row_skew * j) % pr, (j + lay.col_skew * i) % pc
     assert (lay.block_tiles(T)[0] == (start + rpos * (pc + 1) + cpos) % T).all()
+
+
+def test_the_checker_refuses_a_ring_that_does_not_divide_the_query_blocks(ringed, cli, tmp_path):
+    import shutil
+    d = tmp_path / "plan"
+    shutil.copytree(ringed, d, ignore=shutil.ignore_patterns("*.ipupkg"))
+    plan = json.loads((d / "plan.json").read_text())
+    c = plan["choices"]["encoder/attn"]
+    c["ring"] = next(r for r in (3, 5, 6, 7) if c["query_blocks"] % r)
+    (d / "plan.json").write_text(json.dumps(plan))
+    r = cli("check", d)
+    assert r.code != 0 and "r must divide the query blocks" in r.out + r.err, r.out + r.err

@@ -18,6 +18,7 @@ from ...codelets.base import DTYPE_CODE
 from ...ir.graph import OpKind
 from .buffers import Blocks
 from .context import Ctx, VertexBuilder
+from .ring import ring_attention
 from .rotating import rotating_matmul
 
 
@@ -187,6 +188,8 @@ def add(cx: Ctx, sop, im) -> list:
 
 
 def attention(cx: Ctx, sop, im) -> list:
+    if "ring" in im.fields:
+        return ring_attention(cx, sop, im)
     T, op = cx.T, sop.key
     a = sop.op.attrs
     B, H = cx.p.batch, a.heads

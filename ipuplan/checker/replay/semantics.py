@@ -60,7 +60,8 @@ def out_tags(tensor: int, gen: int, code, rows: np.ndarray, cols: int, col0, n: 
     return pack(tensor, gen, np.broadcast_to(np.asarray(code).reshape(-1, 1, 1), e.shape), e)
 
 
-def gemm(g) -> None:
+def _operands(g):
+    """A GEMM vertex's x rows [V, R], its k range [k0, k0 + kx) and w's columns [n0, n0 + n), checked to agree."""
     op = g.op
     ex, ew = op.esize(0), op.esize(1)
     xr, xc, _ = expect(g, "x", 0)
@@ -69,8 +70,12 @@ def gemm(g) -> None:
     wr, wc, _ = expect(g, "w", 1)
     g.require(wr == (k0[:, None] + np.arange(wr.shape[1])), "w", lambda v: "w rows are not x's k range")
     g.require(np.full(len(k0), wr.shape[1] == kx)[:, None, None], "w", lambda v: f"w has {wr.shape[1]} rows, x {kx} columns")
-    n0 = contiguous(g, "w", wc, GRAIN[ew])
-    n = g.nbytes("w") // ew
+    return xr, k0, kx, contiguous(g, "w", wc, GRAIN[ew]), g.nbytes("w") // ew
+
+
+def gemm(g) -> None:
+    op = g.op
+    xr, k0, kx, n0, n = _operands(g)
     partial = g.params[:, 1]
     g.require((partial == partial[0])[:, None, None], "out", lambda v: "mixed partial and final vertices")
     K, N = op.k, op.n
@@ -89,15 +94,7 @@ def accumulate(g) -> None:
     the same output block. The slices a cell has summed form a run of k that wraps at k's end (a cell starts
     at its own slice); a step's slice must start where that run ends, and the last step's run covers all of k."""
     op = g.op
-    ex, ew = op.esize(0), op.esize(1)
-    xr, xc, _ = expect(g, "x", 0)
-    k0 = contiguous(g, "x", xc, GRAIN[ex])
-    kx = g.nbytes("x") // ex
-    wr, wc, _ = expect(g, "w", 1)
-    g.require(wr == (k0[:, None] + np.arange(wr.shape[1])), "w", lambda v: "w rows are not x's k range")
-    g.require(np.full(len(k0), wr.shape[1] == kx)[:, None, None], "w", lambda v: f"w has {wr.shape[1]} rows, x {kx} columns")
-    n0 = contiguous(g, "w", wc, GRAIN[ew])
-    n = g.nbytes("w") // ew
+    xr, k0, kx, n0, n = _operands(g)
     first, last = g.params[:, 1], g.params[:, 2]
     g.require(((first == first[0]) & (last == last[0]))[:, None, None], "acc", lambda v: "mixed first and last steps")
     K, N = op.k, op.n
@@ -133,8 +130,10 @@ def _bias(g, n0, n) -> None:
     g.require((b0 == n0)[:, None, None] & (g.nbytes("bias") // 2 == n), "bias", lambda v: "bias columns differ from w's")
 
 
-def _partial_pair(g, f1: str, f2: str, tensor: int, kind: str):
-    """Two fields holding the same elements of `tensor` over adjacent intervals: (decoded first, lo, hi)."""
+def _partial_pair(g, f1: str, f2: str, tensor: int, kind: str, total: int):
+    """Two fields holding the same elements of `tensor` over adjacent intervals of [0, total): (decoded first,
+    lo, hi) of their union. A ring's running interval wraps at `total`: it is kept as [lo, hi) with hi past
+    total, and the second interval must start where the first ends, modulo total."""
     t1, t2 = g.read(f1), g.read(f2)
     d1, d2 = unpack(t1), unpack(t2)
     for f, t, d in ((f1, t1, d1), (f2, t2, d2)):
@@ -144,17 +143,19 @@ def _partial_pair(g, f1: str, f2: str, tensor: int, kind: str):
     lo1, hi1 = g.op.bounds(kind, d1.code[:, 0, 0])
     lo2, hi2 = g.op.bounds(kind, d2.code[:, 0, 0])
     g.require((d1.code == d1.code[:, :1, :1]) & (d2.code == d2.code[:, :1, :1]), f1, lambda v: "mixed intervals")
-    g.require((hi1 == lo2)[:, None, None], f2, lambda v: f"{kind} intervals [{lo1[v]}, {hi1[v]}) and [{lo2[v]}, {hi2[v]}) "
-              "are not adjacent")
-    return d1, lo1, hi2
+    g.require((hi1 % total == lo2)[:, None, None], f2, lambda v: f"{kind} intervals [{lo1[v]}, {hi1[v]}) and [{lo2[v]}, "
+              f"{hi2[v]}) are not adjacent")
+    hi = hi1 + (hi2 - lo2)
+    g.require((hi - lo1 <= total)[:, None, None], f2, lambda v: f"{kind} intervals overlap: [{lo1[v]}, {hi[v]}) of {total}")
+    return d1, lo1, hi
 
 
 def reduce(g) -> None:
     op = g.op
-    d, lo, hi = _partial_pair(g, "partials", "received", op.partial, "k")
+    d, lo, hi = _partial_pair(g, "partials", "received", op.partial, "k", op.k)
     rows, cols = d.elem // op.n, d.elem % op.n
     if g.params[0, 0]:
-        g.require(((lo == 0) & (hi == op.k))[:, None, None], "partials", lambda v: f"the last round sums k [{lo[v]}, "
+        g.require((hi - lo == op.k)[:, None, None], "partials", lambda v: f"the last round sums k [{lo[v]}, "
                   f"{hi[v]}) of {op.k}")
         n0, n = cols[:, 0, 0], cols.shape[2]
         if op.bias:
@@ -281,9 +282,9 @@ def attention(g) -> None:
 def merge(g) -> None:
     op = g.op
     D, H = op.head_dim, op.heads
-    d, lo, hi = _partial_pair(g, "state", "received", op.state, "s")
+    d, lo, hi = _partial_pair(g, "state", "received", op.state, "s", op.sk)
     if g.params[0, 0]:
-        g.require(((lo == 0) & (hi == op.sk))[:, None, None], "state", lambda v: f"merges keys [{lo[v]}, {hi[v]})")
+        g.require((hi - lo == op.sk)[:, None, None], "state", lambda v: f"merges keys [{lo[v]}, {hi[v]})")
         w = H * (D + 2)
         rows, h = d.elem[:, :, 0] // w, (d.elem[:, 0, 0] % w) // (D + 2)
         g.write("out", out_tags(op.out, op.gen, 0, rows, H * D, h * D, D, 2))
@@ -317,7 +318,8 @@ def rope(g) -> None:
     g.write("x", np.where(inwin, pack(d.tensor, d.gen, 1, d.elem), xt))
 
 
-RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "AmpGemmAccF8": accumulate, "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
+RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "AmpGemmAccF8": accumulate,
+         "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
          "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
          "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
          "SoftmaxStateMergeF32": merge, "RopeF16": rope}
