@@ -6,7 +6,9 @@ the figure is the emulator output's cosine against the upstream model's own fp32
 Calibration uses 4 seeded N(0, 1) images; the evaluated image is a different seeded one (never calibrated on).
 
 Usage: python bench/scales.py [--models pe,siglip,...] [--out bench/out/scales] [--effort S] [--time-limit S]
-(--effort, --time-limit: the builds' search; any FIT plan serves, the figure is about the numerics)
+       [--headroom B]
+(--effort, --time-limit, --headroom: the builds' search and free bytes per tile; any FIT plan serves, the figure is
+about the numerics)
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "scales"))
     ap.add_argument("--effort", type=float, default=None)
     ap.add_argument("--time-limit", type=float, default=None)
+    ap.add_argument("--headroom", type=int, default=None)
     a = ap.parse_args()
     out = Path(a.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -106,7 +109,8 @@ def main() -> None:
         row = {}
         for kind, extra in (("fixed", []), ("calibrated", ["--scales", d / "scales.json"])):
             effort = ([] if a.effort is None else ["--effort", a.effort]) + \
-                ([] if a.time_limit is None else ["--time-limit", a.time_limit])
+                ([] if a.time_limit is None else ["--time-limit", a.time_limit]) + \
+                ([] if a.headroom is None else ["--headroom", a.headroom])
             b = ipuplan("build", yaml, "--layers", LAYERS, "--batch", 1, "-o", d / kind, *effort, *extra)
             if b.returncode:
                 row[kind] = f"build exit {b.returncode}: {b.stderr.strip().splitlines()[-1][:80]}"
