@@ -98,19 +98,16 @@ def shifts(ctx: Ctx, op: str, ends: tuple[str, str], xlay: Layout, wlay: Layout,
     xs, ws = per_block(cells, int(xlay.block_bytes().max()), IL), per_block(cells, int(wlay.block_bytes().max()), IL)
     x_nb = xlay.row_sizes()[i] * xlay.pitches()[0]  # every slice is stored at the widest slice's pitch
     w_nb = wlay.row_align * wlay.pitches()[j]  # and the w slices at its rows
-    nxt = lambda a, b: a - a % r + (a % r + b) % r  # the cell b steps along a ring of r
+    nxt = lambda a: a - a % r + (a % r + 1) % r  # the next cell of a ring of r: it sends to this one
+    sides = (("x", xlay, xs, x_nb, (i, nxt(j)), ends[0]), ("w", wlay, ws, w_nb, (nxt(i), j), ends[1]))
     out = []
     for t in range(1, r):
         moves = []
-        for name, lay, shard, nb, src_cell in (
-                ("x", xlay, xs, x_nb, (i, nxt(j, 1))), ("w", wlay, ws, w_nb, (nxt(i, 1), j))):
-            si, sj = src_cell
-            src_name, dst_name = holder(t - 1, ends[name == "w"], f"{op} ({name} shards)"), \
-                holder(t, ends[name == "w"], f"{op} ({name} shards)")
-            src_off = offsets(ctx, lay, shard, t - 1, si, sj, r)
-            dst_off = offsets(ctx, lay, shard, t, i, j, r)
-            tr = block_moves(T, cells.block_tiles(T)[0, si, sj], src_off, tile, dst_off, nb, ctx.target.encoding)
-            moves.append(Move(tr, src_name, dst_name))
+        for name, lay, shard, nb, (si, sj), own in sides:
+            held = f"{op} ({name} shards)"
+            tr = block_moves(T, cells.block_tiles(T)[0, si, sj], offsets(ctx, lay, shard, t - 1, si, sj, r), tile,
+                             offsets(ctx, lay, shard, t, i, j, r), nb, ctx.target.encoding)
+            moves.append(Move(tr, holder(t - 1, own, held), holder(t, own, held)))
         out.append(Internal(f"shift {t}", tuple(moves)))
     return tuple(out)
 
