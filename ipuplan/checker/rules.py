@@ -1,8 +1,8 @@
 """The checker's own reading of a recorded choice: from the IR op and the choice's identifying fields alone,
 every buffer the op allocates, the layout each input must arrive in, its parameters and its internal
-exchanges. Identifying fields: matmul (pm, pn, pk, out_align, params, homes), attention (query_blocks, key_splits,
-mode), element-wise (the output layout's geometry, params, homes); everything else is derived here and
-compared. A staged parameter's home is "spread" (its staged blocks end to end over every tile) or "blocks"
+exchanges. Identifying fields: matmul (pm, pn, pk, out_align, params, homes; a rotating one `rotate`:
+checker/rotating.py), attention (query_blocks, key_splits, mode; ring attention `ring`: checker/ring.py),
+element-wise (the output layout's geometry, params, homes); everything else is derived here and compared. A staged parameter's home is "spread" (its staged blocks end to end over every tile) or "blocks"
 / "blocks/<c>" (one replica of the staged layout, each block on a tile of its own, a one-row block in c
 column chunks)."""
 
