@@ -14,6 +14,7 @@ from .ring import ring
 from .rotating import rotating
 from .schedule import Schedule, SOp, build_schedule, matrix
 
+
 def matmuls(ctx: Ctx, sop: SOp) -> list[Impl]:
     """Replicated grids, and in the rotating catalogue also rotating ones."""
     return matmul(ctx, sop) + (rotating(ctx, sop) if ctx.rotating else [])

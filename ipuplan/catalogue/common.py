@@ -77,6 +77,12 @@ def patched(ctx: Ctx, ps: tuple[ParamUse, ...]) -> int:
     return sum(1 for p in ps if p.mode is ParamMode.RESIDENT and sequence_count(ctx, p.key) > 1)
 
 
+def holder(t: int, operand: str, own: str) -> str:
+    """Where a rotating operand's shard for step t sits: the operand's own buffer (its exchanged or staged copy,
+    read once, then free) at even steps, the op's shard buffer at odd ones."""
+    return operand if t % 2 == 0 else own
+
+
 def home_label(fields: dict) -> str:
     """The non-spread homes of a staged variant, for its label."""
     homes = sorted({h for h in fields.get("homes", {}).values() if h != "spread"})

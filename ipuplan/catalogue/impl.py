@@ -24,7 +24,7 @@ class Catalogue(Enum):
     """Which implementation space the planner ranges over (`solve --catalogue`)."""
 
     SHAPED = "shaped"  # homes and producer layouts shaped for their readers, grids screened by the objective's costs
-    ROTATING = "rotating"  # the shaped space plus rotating (compute-shift) matmuls
+    ROTATING = "rotating"  # the shaped space plus rotating (compute-shift) matmuls and ring attention
     GRID = "grid"  # the earlier space: spread homes, producers' own layouts, grids screened by a byte proxy
 
 

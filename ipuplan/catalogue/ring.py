@@ -22,7 +22,7 @@ from ..codelets import MAX_ROTATION, round_cycles
 from ..layout import Layout
 from ..layout.geometry import per_block
 from ..layout.transfer import block_moves
-from .common import IL, STD, descriptors
+from .common import IL, STD, descriptors, holder
 from .impl import Buf, Ctx, Impl, Internal, Life, Move
 from .schedule import SOp
 
@@ -33,11 +33,6 @@ def panel_layout(B: int, sk: int, H: int, D: int, nq: int, r: int) -> Layout:
     """k or v as the ring's initial panels: panel s of image b, head h on query cell s (+ r per replica)."""
     return Layout(B * sk, H * D, 2, pr=B * r, pc=H, row_groups=B, row_stride=H, col_stride=1, group_stride=nq * H,
                   replicas=nq // r, rep_stride=r * H, mem=IL, row_align=att.padded(ceil(sk / r)), col_align=att.PAD)
-
-
-def holder(t: int, operand: str, panels: str) -> str:
-    """Where a cell's panel for step t sits: the operand's exchanged copy at even steps, the panel buffer at odd."""
-    return operand if t % 2 == 0 else panels
 
 
 def shifts(ctx: Ctx, op: str, ends: tuple[str, str], kv: Layout, cells: Layout, nq: int, r: int) -> tuple[Internal, ...]:
@@ -74,6 +69,7 @@ def ring(ctx: Ctx, sop: SOp) -> list[Impl]:
     sq, sk = sop.graph.value(sop.op.inputs[0]).shape[1], sop.graph.value(sop.op.inputs[1]).shape[1]
     H, D = a.heads, a.head_dim
     top = min(sq, T // (B * H))
+    ends = tuple(f"{reads[i].key} -> {sop.key}[{i}] (exchanged copy)" for i in (1, 2))
     impls = []
     for r in RINGS:
         if top < r or sk < r * att.PAD:
@@ -84,7 +80,6 @@ def ring(ctx: Ctx, sop: SOp) -> list[Impl]:
                         col_align=att.PAD)
             kv = panel_layout(B, sk, H, D, nq, r)
             qb, kb = ceil(sq / nq), ceil(sk / r)
-            ends = tuple(f"{reads[i].key} -> {sop.key}[{i}] (exchanged copy)" for i in (1, 2))
             internal = shifts(ctx, sop.key, ends, kv, out, nq, r)
             il, std = att.scratch_bytes(qb, kb, D, True)
             panel = int(kv.block_bytes().max())

@@ -23,7 +23,7 @@ from ..codelets import MAX_ROTATION, gemm, round_cycles
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
-from .common import IL, descriptors, home_label, row_layout, variants
+from .common import IL, descriptors, holder, home_label, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life, Move, ParamMode
 from .matmul import grids, rope_consumer
 from .schedule import SOp, matrix
@@ -81,47 +81,33 @@ def shard_layouts(m: int, k: int, n: int, xe: int, we: int, fp8: bool, batch: in
     return x, w
 
 
-def holder(t: int, operand: str, shards: str) -> str:
-    """The buffer a cell's shard for step t sits in: the operand's own at even steps, the shard buffer at odd."""
-    return operand if t % 2 == 0 else shards
-
-
 def shifts(ctx: Ctx, op: str, ends: tuple[str, str], xlay: Layout, wlay: Layout, cells: Layout,
            r: int) -> tuple[Internal, ...]:
     """The r - 1 shift supersteps. Before step t each cell (i, j) receives x shard (i, (i + j + t) mod r) from
     cell (i, j + 1) of its ring of r columns and w shard ((i + j + t) mod r, j) from cell (i + 1, j) of its ring
     of r rows, each a single run of the shard's stored rows, into the buffer the shard is read from at step t."""
     T, pm, pn = ctx.tiles, cells.pr, cells.pc
-    i, j = np.meshgrid(np.arange(pm), np.arange(pn), indexing="ij")
-    i, j = i.ravel(), j.ravel()
-    tile = cells.block_tiles(T)[0, i, j]
-    xs, ws = per_block(cells, int(xlay.block_bytes().max()), IL), per_block(cells, int(wlay.block_bytes().max()), IL)
-    x_nb = xlay.row_sizes()[i] * xlay.pitches()[0]  # every slice is stored at the widest slice's pitch
-    w_nb = wlay.row_align * wlay.pitches()[j]  # and the w slices at its rows
+    i, j = (v.ravel() for v in np.meshgrid(np.arange(pm), np.arange(pn), indexing="ij"))
+    tiles = cells.block_tiles(T)[0]
+    q0 = (i + j) % r  # the slice a cell holds from the start, in the operand's own buffer
     nxt = lambda a: a - a % r + (a % r + 1) % r  # the next cell of a ring of r: it sends to this one
-    sides = (("x", xlay, xs, x_nb, (i, nxt(j)), ends[0]), ("w", wlay, ws, w_nb, (nxt(i), j), ends[1]))
     out = []
+    sides = []
+    for name, lay, block, src, nb, own in (
+            ("x", xlay, (j // r, i, q0), (i, nxt(j)), xlay.row_sizes()[i] * xlay.pitches()[0], ends[0]),
+            ("w", wlay, (i // r, q0, j), (nxt(i), j), wlay.row_align * wlay.pitches()[j], ends[1])):
+        # every slice is stored at the widest slice's width (x) or rows (w): one run of nb bytes
+        shard = per_block(cells, int(lay.block_bytes().max()), IL)
+        at = (lay.block_offsets(T)[block].reshape(pm, pn), shard.block_offsets(T)[0])  # [even, odd] holder offsets
+        sides.append((f"{op} ({name} shards)", own, src, nb, at))
     for t in range(1, r):
         moves = []
-        for name, lay, shard, nb, (si, sj), own in sides:
-            held = f"{op} ({name} shards)"
-            tr = block_moves(T, cells.block_tiles(T)[0, si, sj], offsets(ctx, lay, shard, t - 1, si, sj, r), tile,
-                             offsets(ctx, lay, shard, t, i, j, r), nb, ctx.target.encoding)
+        for held, own, (si, sj), nb, at in sides:
+            tr = block_moves(T, tiles[si, sj], at[(t - 1) % 2][si, sj], tiles[i, j], at[t % 2][i, j], nb,
+                             ctx.target.encoding)
             moves.append(Move(tr, holder(t - 1, own, held), holder(t, own, held)))
         out.append(Internal(f"shift {t}", tuple(moves)))
     return tuple(out)
-
-
-def offsets(ctx: Ctx, lay: Layout, shard: Layout, t: int, i: np.ndarray, j: np.ndarray, r: int) -> np.ndarray:
-    """Byte offset, inside its holder's allocation on cell (i, j)'s tile, of the shard the cell uses at step t
-    (at even steps the operand's block the cell held initially, at odd ones the shard buffer's one block)."""
-    if t % 2:
-        return shard.block_offsets(ctx.tiles)[0, i, j]
-    q0 = (i + j) % r
-    off = lay.block_offsets(ctx.tiles)
-    if lay.row_skew:  # w: block (q, j) of replica i // r
-        return off[i // r, q0, j]
-    return off[j // r, i, q0]  # x: block (i, q) of replica j // r
 
 
 def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
