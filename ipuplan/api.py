@@ -35,7 +35,7 @@ class Solved:
 @dataclass(frozen=True)
 class Checked:
     ok: bool
-    kind: str  # "plan", "certificate" or "package"
+    kind: str  # "plan", "certificate", "package", "pipeline" or "pipeline package"
     violations: tuple[str, ...]
     lines: tuple[str, ...]
 
@@ -72,37 +72,61 @@ def _solved(result, doc, out: Path, package: Path | None = None) -> Solved:
 def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
           layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
           seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None,
-          scales: str | Path | None = None) -> Solved:
+          scales: str | Path | None = None, ipus: int = 1, objective: str = "throughput") -> Solved:
     """Plan `model` at `batch` on `target` (default the C600): FIT with a checked, placed plan, INFEASIBLE with a
     checked certificate, or UNKNOWN; the artefacts go to `out` (default out/<model>-b<batch>). `scales`: a scales
-    file from `ipuplan calibrate` (default: the model's fixed FP8 scale)."""
+    file from `ipuplan calibrate` (default: the model's fixed FP8 scale). `ipus` > 1: a pipeline over that many
+    chips (`document` is pipeline.json; `modeled_cycles` its slowest stage plus link, `ms` its latency)."""
     from .artefacts import output_dir
     from .solver.driver import run_solve
     job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
+    if ipus != 1 or objective != "throughput":
+        return _pipeline(job, ipus, objective, d, progress)
     result, doc = run_solve(job, d, progress)
     return _solved(result, doc, d)
+
+
+def _pipeline(job, ipus: int, objective_name: str, d: Path, progress, build: bool = False) -> Solved:
+    from .pipeline.build import build_pipeline
+    from .pipeline.solve import PipelineJob, objective, run_pipeline
+    from .target import load_target
+    load_target(job.target).with_ipus(ipus)
+    pj = PipelineJob(job, ipus, objective(objective_name))
+    o, summary = build_pipeline(pj, d, progress) if build else (run_pipeline(pj, d, progress), None)
+    doc = o.doc
+    fit = o.verdict.value == "FIT"
+    return Solved(o.verdict.value, d, doc, doc["throughput"]["bottleneck_cycles"] if fit else None,
+                  doc["latency"]["ms"] if fit else None, Path(summary["file"]) if summary else None)
 
 
 def build(model: str | Path, batch: int = 1, target: str | Path | None = None, out: str | Path | None = None,
           layers: int | None = None, catalogue: str = "shaped", effort: float = 120.0, time_limit: float = 600.0,
           seed: int = 0, headroom: int = 0, progress: Callable[[str], None] | None = None,
-          scales: str | Path | None = None) -> Solved:
-    """`solve`, then lower a FIT to `out/model.ipupkg` (validated); `package` is None for other verdicts."""
+          scales: str | Path | None = None, ipus: int = 1, objective: str = "throughput") -> Solved:
+    """`solve`, then lower a FIT to `out/model.ipupkg` (validated; `out/model.ipupipe` for a pipeline); `package`
+    is None for other verdicts."""
     from .artefacts import output_dir
     from .package.build import run_build
     job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
+    if ipus != 1 or objective != "throughput":
+        return _pipeline(job, ipus, objective, d, progress, build=True)
     result, doc, summary = run_build(job, d, progress)
     return _solved(result, doc, d, Path(summary["file"]) if summary else None)
 
 
 def run(package: str | Path, pixels: np.ndarray | str | Path, weights: str | None = None, seed: int = 0,
         compare: bool = False) -> Ran:
-    """Execute a package on the emulator: `pixels` normalized float32 [batch, channels, size, size] (an array or
-    a .npy path); `weights` a safetensors checkpoint (default seeded random weights)."""
+    """Execute a package (or a pipeline's .ipupipe, stage by stage) on the emulator: `pixels` normalized float32
+    [batch, channels, size, size] (an array or a .npy path); `weights` a safetensors checkpoint (default seeded
+    random weights)."""
     from .runner.job import load_pixels, run_package
     px = load_pixels(str(pixels)) if isinstance(pixels, (str, Path)) else np.asarray(pixels)
+    if Path(package).suffix == ".ipupipe":
+        from .runner.pipeline import run_pipeline_package
+        p = run_pipeline_package(package, px, weights, seed, compare)
+        return Ran(p.output, p.seconds, p.compare["bit_exact"] if p.compare else None, p.compare)
     r = run_package(package, px, weights, seed, compare)
     pf = (r.compare or {}).get("plan_faithful") if compare else None
     return Ran(r.output, r.seconds, pf["bit_exact"] if pf else None, r.compare)
@@ -114,6 +138,14 @@ def check(path: str | Path) -> Checked:
     from .checker.certificate import check_certificate
     from .checker.package import check_package
     p = Path(path)
+    if p.suffix == ".ipupipe":
+        from .checker.pipeline_package import check_pipeline_package
+        ok, lines, why = check_pipeline_package(p)
+        return Checked(ok, "pipeline package", () if ok else (why,), tuple(lines))
+    if (p / "pipeline.json").exists() and not (p / "plan.json").exists():
+        from .checker.pipeline import check_pipeline_dir
+        rep = check_pipeline_dir(p)
+        return Checked(rep.ok, "pipeline", tuple(rep.violations), tuple(rep.lines))
     if p.suffix == ".ipupkg":
         ok, lines, why = check_package(p)
         return Checked(ok, "package", () if ok else (why,), tuple(lines))

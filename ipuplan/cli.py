@@ -142,6 +142,10 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                           help="on INFEASIBLE, skip core minimization and the deficit search"),
           table_budget: Optional[int] = typer.Option(
               None, "--exchange-table-budget", help="exchange table bytes per tile (default: the target's limit)"),
+          ipus: int = typer.Option(1, "--ipus", help="chips in a pipeline (more than 1: contiguous stages, one per "
+                                   "chip, over the target's link)"),
+          objective: str = typer.Option("throughput", "--objective", help="with --ipus > 1: throughput (the slowest "
+                                        "stage plus its link transfer) or latency (all stages and links)"),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the plan/verdict document")) -> None:
     """Plan MODEL on the target: FIT (exit 0), INFEASIBLE (1) or UNKNOWN (3)."""
@@ -170,6 +174,9 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                    catalogue=_catalogue(catalogue)),
               fp8_scales=options.fp8_scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
+    if ipus != 1 or objective != "throughput":
+        from .cli_pipeline import solve_pipeline
+        solve_pipeline(job, ipus, objective, out_dir, report, as_json)
     result, doc = run_solve(job, out_dir, report)
     cli_common.decided(result.verdict.exit_code)
     if as_json:
@@ -181,11 +188,13 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
 
 @app.command()
 def explain(directory: str = typer.Argument(..., help="a solve output directory"),
-            what_if: Optional[str] = typer.Option(None, "--what-if", help="batch, layers or memory"),
+            what_if: Optional[str] = typer.Option(None, "--what-if", help="batch, layers, memory or ipus (the fewest "
+                                                  "chips that hold the model, and the certificate for one fewer)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
     d = Path(directory)
-    name = "verdict.json" if (d / "verdict.json").exists() else "plan.json"
+    name = "verdict.json" if (d / "verdict.json").exists() else "pipeline.json" if (d / "pipeline.json").exists() \
+        else "plan.json"
     if not (d / name).exists():
         raise InputError(directory, None, "no verdict.json or plan.json here", "pass a directory ipuplan solve wrote")
     try:
@@ -198,11 +207,18 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
     result = None
     if what_if:
         from .solver.whatif import what_if as run_what_if
-        if what_if not in ("batch", "layers", "memory"):
-            raise InputError("--what-if", None, f"{what_if!r} is not a question", "valid: batch, layers, memory")
+        if what_if not in ("batch", "layers", "memory", "ipus"):
+            raise InputError("--what-if", None, f"{what_if!r} is not a question", "valid: batch, layers, memory, ipus")
+        if what_if == "ipus" or "ipus" in doc:
+            from .cli_pipeline import what_if_ipus
+            what_if_ipus(d, doc, what_if, as_json)
         result = run_what_if(d, what_if, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
     if as_json:
         print(json.dumps({"verdict": doc["verdict"], "core": doc.get("core"), "what_if": result}, indent=1))
+        return
+    if "ipus" in doc:
+        from .cli_pipeline import print_pipeline
+        print_pipeline(doc, d)
         return
     _print_explanation(doc)
     if result:
@@ -299,7 +315,13 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     if d.suffix == ".ipupkg":
         _check_package(d, as_json)
         return
+    if d.suffix == ".ipupipe":
+        from .cli_pipeline import check_pipeline_package_cli
+        check_pipeline_package_cli(d, as_json)
     plan = (d / "plan.json").exists()
+    if not plan and (d / "pipeline.json").exists():
+        from .cli_pipeline import check_pipeline
+        check_pipeline(d, as_json)
     if not plan and (d / "certificate.json").exists():
         try:
             cert = json.loads((d / "certificate.json").read_text())

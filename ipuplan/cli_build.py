@@ -32,9 +32,12 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                                      help="exchange table bytes per tile"),
           catalogue: str = typer.Option("shaped", "--catalogue", help=CATALOGUE_HELP),
           scales: str = typer.Option("fixed", "--scales", help=SCALES_HELP),
+          ipus: int = typer.Option(1, "--ipus", help="chips in a pipeline: one package per stage in DIR/model.ipupipe"),
+          objective: str = typer.Option("throughput", "--objective", help="with --ipus > 1: throughput or latency"),
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the build summary as JSON")) -> None:
-    """Solve, place and lower MODEL into DIR/model.ipupkg (exit 0), or report why not (1 INFEASIBLE, 3 UNKNOWN)."""
+    """Solve, place and lower MODEL into DIR/model.ipupkg (DIR/model.ipupipe with --ipus > 1) (exit 0), or report
+    why not (1 INFEASIBLE, 3 UNKNOWN)."""
     from .package.build import run_build
     from .solver.driver import Job
     from .solver.solve import SolveOptions
@@ -54,6 +57,9 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
                                    catalogue=_catalogue(catalogue)),
               fp8_scales=options.fp8_scales(scales, model))
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
+    if ipus != 1 or objective != "throughput":
+        from .cli_pipeline import build_pipeline_cli
+        build_pipeline_cli(job, ipus, objective, out_dir, report, as_json)
     result, doc, summary = run_build(job, out_dir, report)
     decided(result.verdict.exit_code)
     if as_json:
@@ -158,7 +164,7 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
 
 
 @app.command()
-def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
+def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg) or a pipeline (DIR/model.ipupipe)"),
         pixels: Optional[str] = typer.Option(None, "--pixels", help="float32 .npy [batch, C, H, W], normalized"),
         image: Optional[List[str]] = typer.Option(None, "--image", help="an image file (PNG, JPEG), preprocessed as "
                                                   "the model declares; repeat for a batch"),
@@ -178,6 +184,9 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg)"),
     differs, the cosine against fp32 is below --min-cosine, or the program faults; 2 bad input or package)."""
     from .artefacts import output_file, save_npy, write_file
     from .runner.job import package_spec, run_package
+    if Path(package).suffix == ".ipupipe":
+        from .cli_pipeline import run_pipeline_cli
+        run_pipeline_cli(package, pixels, image, weights, seed, output, compare, min_cosine, as_json)
 
     _seed(seed)
     if min_cosine is not None and not (-1.0 <= min_cosine <= 1.0):

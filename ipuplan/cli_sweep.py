@@ -43,7 +43,7 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
     if as_json:
         print(json.dumps({"cases": records, "sweep": str(Path(output) / "sweep.json")}, default=str))
         raise typer.Exit(1 if bad else 0)
-    t = Table("model", "target", "batch", "depth", "set", "verdict", "ms", "slack B", "checked", "s")
+    t = Table("model", "target", "batch", "depth", "set", "verdict", "ms", "images/s", "slack B", "checked", "s")
     for col in t.columns:  # a terminal folds long cells; a pipe gets whole lines
         col.overflow = "fold" if out.is_terminal else "ignore"
         col.no_wrap = not out.is_terminal
@@ -52,6 +52,7 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
         t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["batch"]), str(r["layers"] or "full"),
                   " ".join(f"{k}={v}" for k, v in r["settings"].items()), verdict,
                   f"{r['modeled_ms']:.3f}" if r.get("modeled_ms") else "",
+                  f"{r['images_per_s']:,.1f}" if r.get("images_per_s") else "",
                   f"{r['slack_bytes']:,}" if r.get("slack_bytes") is not None else "",
                   {True: "yes", False: "[red]NO[/]", None: ""}[r.get("checked")], f"{r.get('solve_seconds', 0):.0f}")
     if out.is_terminal:
@@ -84,6 +85,10 @@ def report(directory: str = typer.Argument(..., help="a solve, build or run dire
     t0 = time.perf_counter()
     html = render(directory, scale)
     write_file(dest, html)
+    pipe = Path(directory) / "pipeline.json"
+    if pipe.exists() and output is None:  # each stage's own page, where the pipeline page links to
+        for s in json.loads(pipe.read_text()).get("stages", []):
+            write_file(Path(directory) / s["dir"] / "report.html", render(Path(directory) / s["dir"], scale))
     if as_json:
         print(json.dumps({"output": str(dest), "bytes": len(html.encode()), "seconds": round(time.perf_counter() - t0,
                                                                                                3)}))

@@ -9,6 +9,7 @@ import json
 PLAN = "ipuplan-plan/2"
 CERTIFICATE = "ipuplan-certificate/2"
 PLACEMENT = "ipuplan-placement/1"
+PIPELINE = "ipuplan-pipeline/1"
 
 
 def canonical(doc) -> bytes:

@@ -17,6 +17,15 @@ _TOP = (
     Field("exchange", dict, "exchange limits, bandwidth and instruction encoding"),
     Field("program", dict, "supervisor program and vertex descriptor sizes"),
     Field("compute", dict, "worker and GEMM throughput facts"),
+    Field("link", dict, "the path between two chips of a pipeline (optional: single-chip targets omit it)",
+          default=None),
+)
+_LINK = (
+    Field("bytes_per_second", int, "payload bytes per second one crossing carries", lo=1, hi=1 << 50),
+    Field("crossings", int, "times a boundary activation crosses that path (through host memory: 2)", lo=1, hi=16),
+    Field("sync_cycles", int, "chip cycles per transfer beyond its bytes (handshake, host polling)", lo=0,
+          hi=1 << 40),
+    Field("source", str, "where the figures come from"),
 )
 _MEMORY = (
     Field("sram_bytes", int, "SRAM bytes per tile", lo=1024, hi=1 << 26),
@@ -107,6 +116,20 @@ class Reservation:
 
 
 @dataclass(frozen=True)
+class Link:
+    """How a boundary activation moves from one chip of a pipeline to the next."""
+
+    bytes_per_second: int
+    crossings: int
+    sync_cycles: int
+    source: str
+
+    def cycles(self, nbytes: int, clock_hz: int) -> int:
+        """Chip cycles to hand `nbytes` to the next chip: every crossing at the link's rate, plus the sync."""
+        return self.sync_cycles + -(-self.crossings * nbytes * clock_hz // self.bytes_per_second)
+
+
+@dataclass(frozen=True)
 class MemoryMap:
     """Tile-local addresses: SRAM [base, base + sram), region 0 [base, executable_limit), the code window,
     the runtime's fixed reservations."""
@@ -166,6 +189,8 @@ class Target:
     amp_coefficient_cycles: int
     reduction_bytes_per_cycle: int
     patch: dict[str, int]
+    link: Link | None = None
+    ipus: int = 1  # chips in a pipeline (`--ipus`); every other field describes one of them
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -183,7 +208,18 @@ class Target:
         return self.memory_map.fixed_bytes + self.memory_map.code_window_bytes
 
     def __hash__(self) -> int:
-        return hash((self.name, self.tiles, self.sram_bytes, self.region0_bytes, self.path))
+        return hash((self.name, self.tiles, self.sram_bytes, self.region0_bytes, self.path, self.ipus))
+
+    def with_ipus(self, ipus: int, where: str = "--ipus") -> "Target":
+        """The same chips, `ipus` of them in a pipeline; more than one needs the target's `link` section."""
+        import dataclasses
+        if not 1 <= ipus <= 64:
+            raise TargetError(where, None, f"{ipus} is out of range", "valid: 1..64")
+        if ipus > 1 and self.link is None:
+            raise TargetError(self.path, "link", f"{self.name} declares no link between chips, so it has no "
+                              f"pipeline of {ipus}", "add a `link:` section (bytes_per_second, crossings, "
+                              "sync_cycles, source) or use --ipus 1")
+        return dataclasses.replace(self, ipus=ipus)
 
 
 def _memory_map(node: Node, base_locs: dict) -> MemoryMap:
@@ -230,6 +266,11 @@ def load_target(path: str | Path) -> Target:
     locs.update({f"program.{k}": v for k, v in pl.items()})
     locs.update({f"compute.{k}": v for k, v in cl.items()})
     mm = _memory_map(top["memory_map"], locs)
+    link = None
+    if top["link"] is not None:
+        lk, ll = read_fields(top["link"], _LINK, TargetError, "link.")
+        locs.update({f"link.{k}": v for k, v in ll.items()})
+        link = Link(lk["bytes_per_second"], lk["crossings"], lk["sync_cycles"], lk["source"])
     if mem["unloadable_tail_bytes"] >= mem["sram_bytes"]:
         raise TargetError(ml["unloadable_tail_bytes"], "memory.unloadable_tail_bytes",
                           "is not smaller than sram_bytes", "the unloadable tail is a small suffix of SRAM")
@@ -270,4 +311,5 @@ def load_target(path: str | Path) -> Target:
         amp_coefficient_cycles=cmp_["amp_coefficient_cycles"], reduction_bytes_per_cycle=cmp_["reduction_bytes_per_cycle"],
         patch=dict(patch), workers=cmp_["workers"], clock_hz=cmp_["clock_hz"],
         amp_macs_per_cycle=dict(macs), accumulation=dict(acc), accumulation_chunk=cmp_["accumulation_chunk"],
+        link=link,
     )

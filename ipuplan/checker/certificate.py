@@ -18,7 +18,7 @@ from .plan import CheckReport, Limits, catalogue_of, load_inputs
 from .space import Space, build_space
 from .validate import Invalid, get, one_of
 
-KINDS = ("counting", "farkas", "z3", "machine")
+KINDS = ("counting", "farkas", "z3", "machine", "pipeline-machine")
 ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
 
 
@@ -116,6 +116,10 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
     g, target = loaded
     kind = one_of(cert, "kind", W, KINDS)
     options = get(cert, "options", W)
+    if kind == "pipeline-machine":
+        from .pipeline import check_pipeline_certificate
+        check_pipeline_certificate(cert, rep, base)
+        return
     if kind == "machine":
         lim = Limits.derive(target, options, [], W)
         m = machine_statement(g, target, options.get("support_reserve"))

@@ -9,6 +9,7 @@ import json
 import time
 from pathlib import Path
 
+from ..errors import InputError
 from ..plan import sha256
 from .manifest import Mismatch, compare
 from .replay import ReplayError, replay
@@ -47,7 +48,12 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
     beside = path.parent / "plan.json"
     if beside.exists() and sha256(beside) != m["sources"]["plan"]["sha256"]:
         return False, lines, f"{beside} is not the plan this package was built from (sha256 differs)"
-    graph = build_graph(spec, plan["batch"])
+    from ..model.stage import Stage
+    try:
+        stage = Stage.from_record(plan["stage"], plan["layers"], "plan.stage") if "stage" in plan else None
+    except InputError as e:
+        return False, lines, f"the package's plan: {e}"
+    graph = build_graph(spec, plan["batch"], stage)
     try:
         compare(prog, m, plan, placement, graph, target, rep)
     except Mismatch as e:

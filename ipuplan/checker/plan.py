@@ -18,6 +18,7 @@ import ipuplan.codelets as codelets
 from ..errors import InputError, ModelError
 from ..formats import PLAN
 from ..model import build_graph, load_model
+from ..model.stage import Stage
 from ..artefacts import resolve_input
 from ..plan import region_usage
 from ..target import load_target
@@ -126,7 +127,8 @@ def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None
             raise Invalid(f"{what}.fp8_scales: is not a mapping of GEMM to [x scale, w scale]")
         spec = load_model(files["model"]).with_options(layers=layers, precision=precision, fuse_qkv=fuse,
                                                        fp8_scales=scales or None)
-        return build_graph(spec, batch), load_target(files["target"])
+        stage = Stage.from_record(doc["stage"], layers, f"{what}.stage") if "stage" in doc else None
+        return build_graph(spec, batch, stage), load_target(files["target"])
     except Invalid as e:
         rep.fail(str(e))
         return None

@@ -11,6 +11,7 @@ from ..ir.graph import (AttentionAttrs, CastAttrs, ConcatAttrs, DType, GeluAttrs
 from ..ir.ops import infer
 from ..ir.verify import verify
 from .spec import Activation, ModelSpec, Precision
+from .stage import Stage
 
 
 class _Builder:
@@ -124,14 +125,56 @@ def _encoder_body(spec: ModelSpec, batch: int, scales: dict, gemms: list) -> Gra
     return body, h, out, seq, invariants
 
 
-def build_graph(spec: ModelSpec, batch: int = 1) -> Graph:
-    """The whole model as a verified Graph for `batch` images (patches already packed on the host)."""
+STAGE_INPUT = "stage.in"  # the residual stream a later pipeline stage receives over the link
+STAGE_OUTPUT = "stage.send"  # the residual stream an earlier stage hands on
+
+
+def build_graph(spec: ModelSpec, batch: int = 1, stage: Stage | None = None) -> Graph:
+    """The whole model as a verified Graph for `batch` images (patches already packed on the host); with `stage`,
+    that pipeline stage alone: a later stage's input is the residual stream (STAGE_INPUT), an earlier stage's
+    output is the residual stream after its last layer."""
     if batch < 1:
         raise IRError(f"batch must be positive, got {batch}")
     s = spec
-    W, P, T, L = s.width, s.patches, s.tokens, s.layers
+    st = (stage or Stage.whole(s.layers)).check(s.layers)
+    W, T, L = s.width, s.tokens, st.count
     b = _Builder(s.name, s)
+    if st.stem:
+        x = _stem(b, s, batch)
+    else:  # the link writes the stream where the host writes inputs; the Repeat's carried buffer is its own
+        x = b.op(OpKind.BROADCAST, "stage.receive", [b.value(STAGE_INPUT, (batch, T, W), DType.F16, Role.INPUT)],
+                 ShapeAttrs((batch, T, W)))
+    if not st.stem:
+        b.scales.pop("embed", None)  # its scales belong to the first stage
+    if not st.head:
+        for k in [k for k in b.scales if k.startswith("head.") or k == "proj"]:
+            del b.scales[k]
+    body, h_in, h_out, seq, inv = _encoder_body(s, batch, b.scales, b.gemms)
+    outer_seq = [b.param(f"layers.{n}", (L,) + body.value(n).shape, body.value(n).dtype, body.value(n).scale)
+                 for n in seq]
+    outer_inv = [b.value(n, body.value(n).shape, body.value(n).dtype, Role.CONST) for n in inv]
+    x = b.op(OpKind.REPEAT, "encoder", [x] + outer_seq + outer_inv,
+             RepeatAttrs(L, body, ((h_in, h_out),), tuple(seq), tuple(inv)))
+    if not st.head:  # the stream leaves from a buffer of its own, not the Repeat's carried result
+        x = b.op(OpKind.BROADCAST, STAGE_OUTPUT, [x], ShapeAttrs((batch, T, W)))
+    if st.head:
+        if s.post_norm:
+            b.param("ln_post.g", (W,))
+            b.param("ln_post.b", (W,))
+            x = b.layernorm("ln_post", x, "ln_post.g", "ln_post.b")
+        x = _pool_head(b, s, x, batch)
+    if b.scales:
+        k = sorted(b.scales)[0]
+        raise ModelError("--scales", None, f"{k} is not a GEMM of {s.name}" if b.fp8 else
+                         f"FP8 scales given for an {s.precision.value} model ({k})",
+                         f"valid: {', '.join(b.gemms)}" if b.fp8 else "scales apply to precision fp8")
+    meta = (("batch", batch), ("layers", L)) + ((("first", st.first),) if stage is not None else ())
+    return verify(b.graph([x], meta=meta))
 
+
+def _stem(b: _Builder, s: ModelSpec, batch: int) -> str:
+    """Patch embedding, class token, positions and pre-norm: the residual stream entering layer 0."""
+    W, P, T = s.width, s.patches, s.tokens
     pat = b.value("patches", (batch, P, s.patch_dim), DType.F16, Role.INPUT)
     b.param("embed.w", (s.patch_dim, W), b.wdtype)
     if s.patch_bias:
@@ -150,25 +193,7 @@ def build_graph(spec: ModelSpec, batch: int = 1) -> Graph:
     x = b.op(OpKind.ADD, "embed.pos", [x, "pos"])
     if s.pre_norm:
         x = b.layernorm("ln_pre", x, "ln_pre.g", "ln_pre.b")
-
-    body, h_in, h_out, seq, inv = _encoder_body(s, batch, b.scales, b.gemms)
-    outer_seq = [b.param(f"layers.{n}", (L,) + body.value(n).shape, body.value(n).dtype, body.value(n).scale)
-                 for n in seq]
-    outer_inv = [b.value(n, body.value(n).shape, body.value(n).dtype, Role.CONST) for n in inv]
-    x = b.op(OpKind.REPEAT, "encoder", [x] + outer_seq + outer_inv,
-             RepeatAttrs(L, body, ((h_in, h_out),), tuple(seq), tuple(inv)))
-
-    if s.post_norm:
-        b.param("ln_post.g", (W,))
-        b.param("ln_post.b", (W,))
-        x = b.layernorm("ln_post", x, "ln_post.g", "ln_post.b")
-    x = _pool_head(b, s, x, batch)
-    if b.scales:
-        k = sorted(b.scales)[0]
-        raise ModelError("--scales", None, f"{k} is not a GEMM of {s.name}" if b.fp8 else
-                         f"FP8 scales given for an {s.precision.value} model ({k})",
-                         f"valid: {', '.join(b.gemms)}" if b.fp8 else "scales apply to precision fp8")
-    return verify(b.graph([x], meta=(("batch", batch), ("layers", L))))
+    return x
 
 
 def gemm_scales(graph: Graph) -> dict[str, tuple[int, int]]:

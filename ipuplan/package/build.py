@@ -19,18 +19,28 @@ PACKAGE = "model.ipupkg"
 
 def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = None):
     """(solve result, plan document, build summary or None when the verdict is not FIT)."""
-    from ..backend.lower.lower import lower
     t0 = time.perf_counter()
     result, doc = run_solve(job, out_dir, report)
     (out_dir / PACKAGE).unlink(missing_ok=True)
     if result.verdict is not Verdict.FIT:
         return result, doc, None
+    return result, doc, package_solved(result, doc, out_dir, report, t0)[0]
+
+
+def package_solved(result, doc: dict, out_dir: Path, report: Callable[[str], None] | None = None,
+                   t0: float | None = None, prog=None) -> tuple[dict, object]:
+    """Lower a FIT written to `out_dir` (its plan.json and placement.json) into out_dir/model.ipupkg, read it back
+    and validate it; `prog`: the program already lowered for the same plan (a pipeline's stages that pose the same
+    problem share it). The build summary and the program."""
+    from ..backend.lower.lower import lower
     t1 = time.perf_counter()
-    prog = lower(result.problem, result.chosen, result.placement)
+    t0 = t1 if t0 is None else t0
+    prog = prog or lower(result.problem, result.chosen, result.placement)
     t2 = time.perf_counter()
     p = result.problem
     header = {"model": doc["model"], "batch": doc["batch"], "layers": doc["layers"], "precision": doc["precision"],
               "fuse_qkv": doc["fuse_qkv"], "fp8_scales": doc.get("fp8_scales", {}),
+              **({"stage": doc["stage"]} if "stage" in doc else {}),
               "inputs": doc["inputs"], "plan": {"file": "plan.json", "sha256": sha256(out_dir / "plan.json")},
               "placement": {"file": "placement.json", "sha256": sha256(out_dir / "placement.json")},
               "body": prog.info["body"], "modeled_cycles": doc["cycles"]["modeled"],
@@ -55,4 +65,4 @@ def run_build(job: Job, out_dir: Path, report: Callable[[str], None] | None = No
         report(f"package: {size / 2**20:.1f} MiB, {len(prog.steps)} steps, {counts['vertices']:,} vertices, "
                f"{counts['runs']:,} exchange runs; lowered in {t2 - t1:.1f} s, written in {t3 - t2:.1f} s, "
                f"validated in {t4 - t3:.1f} s")
-    return result, doc, summary
+    return summary, prog

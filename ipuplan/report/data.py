@@ -117,6 +117,19 @@ def _sweep(sweep: dict) -> dict:
                      "verdict": "SWEEP"}}
 
 
+def _pipeline(doc: dict) -> dict:
+    """A pipeline: per stage its layers, modeled cycles and outgoing link transfer (each stage's own page is
+    DIR/stage-K/report.html); throughput, latency, the partitions the search tried."""
+    head = {k: doc.get(k) for k in ("model", "target", "batch", "layers", "precision", "verdict")}
+    rows = [{"index": s["index"], "dir": s["dir"], "first": s["stage"]["first"], "count": s["stage"]["count"],
+             "stem": s["stage"]["stem"], "head": s["stage"]["head"], "cycles": s["cycles"], "ms": s["ms"],
+             "link_cycles": (s.get("output") or {}).get("link_cycles", 0)} for s in doc["stages"]]
+    return {"format": "ipuplan-report/1", "head": head,
+            "pipeline": {"ipus": doc["ipus"], "stages": rows, "throughput": doc["throughput"],
+                         "latency": doc["latency"], "bound": doc["bound"], "link": doc.get("link"),
+                         "partitions": (doc.get("partition_search") or {}).get("partitions", [])}}
+
+
 def _step_names(plan: dict, base: Path | None = None) -> list[str] | None:
     """The plan's steps, from its model (the schedule: each op's exchange and compute step)."""
     try:
@@ -127,7 +140,9 @@ def _step_names(plan: dict, base: Path | None = None) -> list[str] | None:
         spec = load_model(path).with_options(
             layers=plan["layers"], precision=plan.get("precision"), fuse_qkv=plan.get("fuse_qkv"),
             fp8_scales=plan.get("fp8_scales") or None)
-        return build_schedule(build_graph(spec, plan["batch"])).steps
+        from ..model.stage import Stage
+        stage = Stage.from_record(plan["stage"], plan["layers"], "plan.stage") if "stage" in plan else None
+        return build_schedule(build_graph(spec, plan["batch"], stage)).steps
     except Exception:  # the model file moved: steps are shown by number
         return None
 
@@ -139,6 +154,9 @@ def collect(directory: str | Path) -> dict:
     sweep = _read(d / "sweep.json")
     if sweep is not None:
         return _sweep(sweep)
+    pipe = _read(d / "pipeline.json")
+    if pipe is not None:
+        return _pipeline(pipe)
     plan, verdict = _read(d / "plan.json"), _read(d / "verdict.json")
     doc = plan or verdict
     if doc is None:

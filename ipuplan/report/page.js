@@ -200,6 +200,30 @@ function drawInfeasible() {
   $("iwhatif").textContent = w.length ? w.join("; ") : "no what-if answers yet (ipuplan explain DIR --what-if batch|layers|memory)";
 }
 
+function drawPipeline() {
+  const P = D.pipeline; if (!P) return; $("pipeline").style.display = "block";
+  const tbl = $("pgrid"), hd = el("tr");
+  for (const h of ["stage", "layers", "cycles", "ms", "link cycles", "time (bar: slowest stage = full width)"])
+    hd.appendChild(el("th", {}, h));
+  tbl.appendChild(hd);
+  const worst = Math.max(...P.stages.map(s => s.cycles + s.link_cycles));
+  for (const s of P.stages) { const tr = el("tr");
+    const ends = (s.stem ? " + stem" : "") + (s.head ? " + head" : "");
+    const a = el("a", { href: s.dir + "/report.html" }, `stage ${s.index}`);
+    const td0 = el("td"); td0.appendChild(a); tr.appendChild(td0);
+    for (const v of [`${s.first}..${s.first + s.count - 1}${ends}`, fmt(s.cycles), s.ms.toFixed(3), fmt(s.link_cycles)])
+      tr.appendChild(el("td", {}, v));
+    const bar = el("td"), c = el("span"), l = el("span");
+    c.style.cssText = `display:inline-block;height:12px;background:#4a7fb0;width:${(500 * s.cycles / worst).toFixed(1)}px`;
+    l.style.cssText = `display:inline-block;height:12px;background:#d9a441;width:${(500 * s.link_cycles / worst).toFixed(1)}px`;
+    bar.appendChild(c); bar.appendChild(l); tr.appendChild(bar); tbl.appendChild(tr); }
+  const T = P.throughput, L = P.latency;
+  $("pnote").textContent = `${P.ipus} chips: ${T.images_per_s.toFixed(1)} images/s modeled (stage ${T.bottleneck_stage} and ` +
+    `its link, ${fmt(T.bottleneck_cycles)} cycles, set the pace); latency ${L.ms.toFixed(3)} ms. The machine bound over ` +
+    `stages needs at least ${P.bound.fewest_ipus} chip(s). Partitions tried: ` +
+    P.partitions.map(p => p.counts.join("+") + (p.score === null ? " (no plan on every stage)" : ` (${fmt(p.score)})`)).join(", ");
+}
+
 function drawSweep() {
   const W = D.sweep; if (!W) return; $("sweep").style.display = "block";
   $("title").textContent = D.head.model;
@@ -229,6 +253,7 @@ function drawSweep() {
 
 header();
 drawSweep();
+drawPipeline();
 if (D.memory) { M = D.memory; drawHeat(); selectTile(D.peaks && D.peaks.total ? D.peaks.total.tile : 0);
   const h = $("heat"); h.onmousemove = heatHover; h.onmouseleave = hideTip; h.onclick = heatClick;
   const p = $("place"); p.onmousemove = placeHover; p.onmouseleave = hideTip;

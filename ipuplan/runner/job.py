@@ -12,7 +12,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ArrayInputError
+from ..errors import ArrayInputError, InputError
 from ..package import sources
 from .emulator import Emulator
 
@@ -67,31 +67,62 @@ def package_spec(package: str | Path):
 def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = None, seed: int = 0,
                 compare: bool = False, progress: Callable[[str, int, int], None] | None = None,
                 faithful: bool = True) -> RunResult:
-    from ..model import build_graph, load_model
     from ..model.host import pack_patches
     from ..model.weights import load_weights, random_weights
-    from ..reference import Mode, Policy, run_graph
-    from ..reference.run import op_executions
+    pk = open_package(package, progress)
+    if pk.stage is not None:
+        raise InputError(str(package), None, f"is one stage of a pipeline ({pk.stage.label()})",
+                              "run the pipeline's .ipupipe artefact, which hands each stage its input")
+    patches = pack_patches(pixels, pk.spec)
+    if patches.shape[0] != pk.manifest["batch"]:
+        raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images",
+                              f"the package runs batch {pk.manifest['batch']}")
+    w = load_weights(weights, pk.graph, pk.spec) if weights else random_weights(pk.graph, pk.spec, seed)
+    return execute(pk, {"patches": patches}, w, compare, progress, faithful, fp32=compare)
+
+
+@dataclasses.dataclass
+class Loaded:
+    """A package on the emulator with what it was built from: its model (at its depth), target, plan, graph
+    (of its pipeline stage, when it is one)."""
+
+    device: Emulator
+    manifest: dict
+    spec: object
+    target: object
+    plan: dict
+    graph: object
+    stage: object
+
+
+def open_package(package: str | Path, progress=None) -> Loaded:
+    from ..model import build_graph, load_model
+    from ..model.stage import Stage
     from ..target import load_target
-    package = Path(package)
     dev = Emulator(None, progress)
-    m = dev.load(package)
+    m = dev.load(Path(package))
     # the model and target are the package's own copies: a package runs from any directory
-    with sources.unpacked(package, m) as d:
+    with sources.unpacked(Path(package), m) as d:
         spec = load_model(str(d / sources.LAYOUT["model"])).with_options(
             layers=m["layers"], precision=m["precision"], fuse_qkv=m["fuse_qkv"],
             fp8_scales=m.get("fp8_scales") or None)
         tgt = load_target(str(d / sources.LAYOUT["target"]))
         plan = json.loads((d / sources.LAYOUT["plan"]).read_text())
-    patches = pack_patches(pixels, spec)
-    if patches.shape[0] != m["batch"]:
-        raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images", f"the package runs batch {m['batch']}")
-    g = build_graph(spec, m["batch"])
+    stage = Stage.from_record(m["stage"], m["layers"], "manifest.stage") if "stage" in m else None
+    return Loaded(dev, m, spec, tgt, plan, build_graph(spec, m["batch"], stage), stage)
+
+
+def execute(pk: Loaded, inputs: dict, w: dict, compare: bool, progress=None, faithful: bool = True,
+            fp32: bool = True) -> RunResult:
+    """Initialize the weights, run the inputs; with `compare`, the plan-faithful reference on the same inputs
+    (bit for bit) and, with `fp32`, the mixed and fp32 references (cosine, max error)."""
+    from ..reference import Mode, Policy, run_graph
+    from ..reference.run import op_executions
+    dev, m, g, tgt, plan = pk.device, pk.manifest, pk.graph, pk.target, pk.plan
     dev.policy = Policy.for_target(tgt, Mode.MIXED)
-    w = load_weights(weights, g, spec) if weights else random_weights(g, spec, seed)
     t0 = time.perf_counter()
     dev.call("initialize", w)
-    y = dev.call("run", {"patches": patches})[g.outputs[0]]
+    y = dev.call("run", inputs)[g.outputs[0]]
     secs = time.perf_counter() - t0
     cmp = None
     if compare:
@@ -108,22 +139,21 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
             return dataclasses.replace(pol, observe=seen)
         t1 = time.perf_counter()
         if faithful:
-            ref = run_graph(g, {"patches": patches}, w, policy(Mode.MIXED, "plan-faithful",
-                                                               plan=plan["choices"]))[g.outputs[0]]
+            ref = run_graph(g, inputs, w, policy(Mode.MIXED, "plan-faithful", plan=plan["choices"]))[g.outputs[0]]
         t2 = time.perf_counter()
-        mixed = run_graph(g, {"patches": patches}, w, policy(Mode.MIXED, "mixed"))[g.outputs[0]]
-        t3 = time.perf_counter()
-        f32 = run_graph(g, {"patches": patches}, w, policy(Mode.FP32, "fp32"))[g.outputs[0]]
         diff = (y != ref) if faithful else None
         cmp = {"plan_faithful": {"bit_exact": not diff.any(), "differing": int(diff.sum()), "elements": int(y.size),
                                  "max_abs": float(np.abs(y - ref).max()), "seconds": round(t2 - t1, 2)}
-               if faithful else None,
-               "mixed": {"cosine": _cos(y, mixed), "max_abs": float(np.abs(y - mixed).max()),
-                         "seconds": round(t3 - t2, 2)},
-               "fp32": {"cosine": _cos(y, f32), "max_abs": float(np.abs(y - f32).max()),
-                        "reference_mixed_cosine": _cos(mixed, f32)},
-               "emulator_seconds": round(secs, 2),
-               "ratio_to_mixed_reference": round(secs / max(t3 - t2, 1e-9), 2)}
+               if faithful else None, "emulator_seconds": round(secs, 2)}
+        if fp32:
+            mixed = run_graph(g, inputs, w, policy(Mode.MIXED, "mixed"))[g.outputs[0]]
+            t3 = time.perf_counter()
+            f32 = run_graph(g, inputs, w, policy(Mode.FP32, "fp32"))[g.outputs[0]]
+            cmp |= {"mixed": {"cosine": _cos(y, mixed), "max_abs": float(np.abs(y - mixed).max()),
+                              "seconds": round(t3 - t2, 2)},
+                    "fp32": {"cosine": _cos(y, f32), "max_abs": float(np.abs(y - f32).max()),
+                             "reference_mixed_cosine": _cos(mixed, f32)},
+                    "ratio_to_mixed_reference": round(secs / max(t3 - t2, 1e-9), 2)}
     return RunResult(y, secs, cmp, profile(m, dev.profile), saturated_params(g, w))
 
 

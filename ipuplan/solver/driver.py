@@ -16,6 +16,7 @@ from ..formats import CERTIFICATE, PLAN, digest
 from ..model import build_graph, load_model
 from ..model.build import gemm_scales
 from ..model.spec import Precision
+from ..model.stage import Stage
 from ..plan import sha256, write_json
 from ..target import load_target
 from .solve import SolveOptions, SolveResult, Verdict, solve
@@ -41,6 +42,7 @@ class Job:
     fuse_qkv: bool | None = None
     options: SolveOptions = SolveOptions()
     fp8_scales: tuple | None = None  # (GEMM key, x, w) triples (None: the model's fixed scale)
+    stage: Stage | None = None  # one stage of a pipeline (None: the whole model on one chip)
 
 
 def instance(job: Job, spec, target, inputs: dict | None = None) -> dict:
@@ -55,7 +57,7 @@ def instance(job: Job, spec, target, inputs: dict | None = None) -> dict:
                              "target": {"path": job.target, "sha256": sha256(job.target)}},
         "options": {"support_reserve": o.support_reserve, "relays": o.use_relays, "exchange_table_budget": o.table_budget,
                     "headroom": o.headroom, "catalogue": o.catalogue.value},
-    }
+    } | ({"stage": job.stage.record()} if job.stage is not None else {})
 
 
 def fp8_record(spec) -> dict:
@@ -89,17 +91,44 @@ ARTEFACTS = ("plan.json", "placement.json", "verdict.json", "certificate.json", 
 def run_solve(job: Job, out_dir: Path, report: Callable[[str], None] | None = None) -> tuple[SolveResult, dict]:
     """Solve, place, check; then write the verdict's artefacts into `out_dir` all at once (an interrupt or an
     error before then leaves the directory as it was; stale artefacts of an earlier verdict are removed)."""
+    solved = solve_job(job, report)
+    return write_solved(solved, out_dir), solved.doc
+
+
+@dataclass
+class SolvedJob:
+    """A job solved and placed, not yet written (a pipeline writes one solved stage problem for every stage
+    that poses it); `doc` is filled by write_solved."""
+
+    job: Job
+    spec: object
+    target: object
+    result: SolveResult
+    placed: object
+    doc: dict | None = None
+
+
+def solve_job(job: Job, report: Callable[[str], None] | None = None) -> SolvedJob:
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
                                               fp8_scales=job.fp8_scales)
     target = load_target(job.target)
-    graph = build_graph(spec, job.batch)
+    graph = build_graph(spec, job.batch, job.stage)
     result, placed, used = _solve_placed(graph, target, job.options, report)
     result.placement = placed
     job = dataclasses.replace(job, options=dataclasses.replace(used, cuts=()))  # the headroom actually kept
-    with staged(Path(out_dir), ARTEFACTS) as stage:
-        doc = header(job, spec, target, result, copy_inputs(stage, job.model, job.target))
-        _write(job, result, doc, stage, placed)
-    return result, doc
+    return SolvedJob(job, spec, target, result, placed)
+
+
+def write_solved(s: SolvedJob, out_dir: Path, stage: Stage | None = None) -> SolveResult:
+    """Write a solved job's artefacts into `out_dir` all at once, for `stage` (default the job's own; the plan
+    is the same for every stage with the same layer count and ends, and is checked again as that stage)."""
+    job = s.job if stage is None else dataclasses.replace(s.job, stage=stage)
+    result = dataclasses.replace(s.result) if stage is not None else s.result
+    with staged(Path(out_dir), ARTEFACTS) as tmp:
+        doc = header(job, s.spec, s.target, result, copy_inputs(tmp, job.model, job.target))
+        _write(job, result, doc, tmp, s.placed)
+    s.doc = doc
+    return result
 
 
 def _write(job: Job, result: SolveResult, doc: dict, out_dir: Path, placed) -> None:
@@ -220,7 +249,7 @@ def write_certificate(path: Path, doc: dict, body: dict) -> None:
     """certificate.json: the instance (inputs and options), the certificate body, and its digest."""
     cert = {"format": CERTIFICATE, "verdict": "INFEASIBLE",
             **{k: doc[k] for k in ("model", "target", "batch", "layers", "precision", "fuse_qkv", "fp8_scales",
-                                   "inputs", "options")},
+                                   "inputs", "options", "stage") if k in doc},
             **body}
     cert["digest"] = digest(cert)
     write_json(path, cert)

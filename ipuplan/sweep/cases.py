@@ -20,7 +20,8 @@ def catalogue(v: str) -> str:
 OPTIONS = {"headroom": ("--headroom", int), "exchange-table-budget": ("--exchange-table-budget", int),
            "support-reserve": ("--support-reserve", int), "effort": ("--effort", float), "seed": ("--seed", int),
            "time-limit": ("--time-limit", float), "slack-effort": ("--slack-effort", float),
-           "catalogue": ("--catalogue", catalogue)}
+           "catalogue": ("--catalogue", catalogue), "ipus": ("--ipus", int),
+           "objective": ("--objective", str)}
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,8 @@ def execute(case: Case, out: str, cwd: str) -> dict:
                        cwd=cwd, capture_output=True, text=True)
     rec["solve_seconds"] = round(time.perf_counter() - t0, 2)
     rec["exit"] = p.returncode
-    doc_path = out_p / ("plan.json" if p.returncode == 0 else "verdict.json")
+    pipeline = p.returncode == 0 and (out_p / "pipeline.json").exists()
+    doc_path = out_p / ("pipeline.json" if pipeline else "plan.json" if p.returncode == 0 else "verdict.json")
     if p.returncode not in (0, 1, 3) or not doc_path.exists():
         rec["error"] = (p.stderr.strip().splitlines() or ["no output"])[-1][:300]
         (out_p / "case.json").write_text(json.dumps(rec, indent=1))
@@ -39,14 +40,19 @@ def execute(case: Case, out: str, cwd: str) -> dict:
     rec["status"], rec["verdict"] = "done", doc["verdict"]
     cyc = doc.get("cycles") or {}
     rec["modeled_cycles"], rec["modeled_ms"] = cyc.get("modeled"), cyc.get("ms")
+    if cyc.get("ms"):
+        rec["images_per_s"] = round(doc["batch"] / cyc["ms"] * 1e3, 3)
+    if pipeline:  # the slowest stage plus its link; latency end to end
+        rec["modeled_cycles"], rec["modeled_ms"] = doc["latency"]["cycles"], doc["latency"]["ms"]
+        rec["images_per_s"] = doc["throughput"]["images_per_s"]
     rec["peak_bytes"] = (doc.get("peaks") or {}).get("total", {}).get("bytes")
     rec["slack_bytes"] = (doc.get("slack") or {}).get("bytes")
     rec["certificate"] = (doc.get("core") or {}).get("certificate", {}).get("kind") or \
         ("machine" if doc.get("machine") and doc["verdict"] == "INFEASIBLE" else None)
     if rec["verdict"] == "UNKNOWN":
         rec["reason"] = (doc.get("unknown") or {}).get("reason")
-    if rec["verdict"] in ("FIT", "INFEASIBLE") and (out_p / ("plan.json" if rec["verdict"] == "FIT" else
-                                                             "certificate.json")).exists():
+    if rec["verdict"] in ("FIT", "INFEASIBLE") and (doc_path if rec["verdict"] == "FIT" else
+                                                    out_p / "certificate.json").exists():
         t1 = time.perf_counter()
         c = subprocess.run([sys.executable, "-m", "ipuplan.cli", "check", out], cwd=cwd, capture_output=True, text=True)
         rec["checked"] = c.returncode == 0
@@ -143,7 +149,7 @@ def _counts(results: dict) -> dict:
 
 
 COLUMNS = ("name", "model", "target", "batch", "layers", "settings", "status", "verdict", "certificate", "checked",
-           "modeled_cycles", "modeled_ms", "peak_bytes", "slack_bytes", "solve_seconds", "check_seconds", "error")
+           "modeled_cycles", "modeled_ms", "images_per_s", "peak_bytes", "slack_bytes", "solve_seconds", "check_seconds", "error")
 
 
 def write_results(out_dir: Path, records: list[dict]) -> None:

@@ -1,0 +1,1 @@
+"""Pipelines over several chips: stage bounds, the stage partition, the pipeline solve job."""

@@ -1,0 +1,52 @@
+"""Stage partitions of a model over N chips: layer counts per stage, their stages, and the moves between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model.stage import Stage
+
+
+@dataclass(frozen=True)
+class Partition:
+    """Layer counts of stages 0..N-1, in order; every stage holds at least one layer."""
+
+    counts: tuple[int, ...]
+
+    @property
+    def layers(self) -> int:
+        return sum(self.counts)
+
+    def stages(self) -> tuple[Stage, ...]:
+        out, first = [], 0
+        for c in self.counts:
+            out.append(Stage.of(first, c, self.layers))
+            first += c
+        return tuple(out)
+
+    def moves(self, stage: int) -> list["Partition"]:
+        """The partitions that hand one layer of `stage` to a neighbour (the boundary moves by one)."""
+        if self.counts[stage] <= 1:
+            return []
+        out = []
+        for nb in (stage - 1, stage + 1):
+            if 0 <= nb < len(self.counts):
+                c = list(self.counts)
+                c[stage] -= 1
+                c[nb] += 1
+                out.append(Partition(tuple(c)))
+        return out
+
+    def label(self) -> str:
+        return "+".join(map(str, self.counts))
+
+
+def balanced(layers: int, ipus: int) -> Partition:
+    """Counts as even as possible; the layers left over go to the middle stages first (the ends also carry the
+    stem and the head)."""
+    base, extra = divmod(layers, ipus)
+    counts = [base] * ipus
+    order = sorted(range(ipus), key=lambda i: (i in (0, ipus - 1), abs(i - (ipus - 1) / 2)))
+    for i in order[:extra]:
+        counts[i] += 1
+    return Partition(tuple(counts))

@@ -1,0 +1,217 @@
+"""The pipeline job: plan a model over N chips as contiguous stages, or prove that N chips cannot hold it.
+
+The machine bound over stages answers first (pipeline/bound.py). Otherwise the stage problems are ordinary
+single-chip solves: a stage's plan depends only on its layer count and whether it carries the stem or the head, so
+each such problem is solved once, however many stages pose it. The boundaries start balanced and move one layer
+at a time off the slowest stage while that makes the pipeline faster (throughput: the slowest stage plus its link
+transfer; latency: the sum). Every stage of the chosen partition is written as a solve directory of its own
+(checked and placed as a single-chip plan) and DIR/pipeline.json ties them together."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Callable
+
+from ..artefacts import copy_inputs, staged
+from ..formats import PIPELINE
+from ..model import load_model
+from ..model.build import STAGE_OUTPUT
+from ..model.stage import Stage
+from ..plan import write_json
+from ..solver.driver import ARTEFACTS, Job, SolvedJob, instance, solve_job, write_certificate, write_solved
+from ..solver.solve import Verdict
+from ..target import load_target
+from .bound import greedy_chain
+from .partition import Partition, balanced
+
+
+TOP = ARTEFACTS + ("pipeline.json",)  # what DIR itself holds; stage-K/ are solve directories below it
+
+
+class Objective(Enum):
+    THROUGHPUT = "throughput"  # the slowest stage plus its outgoing link transfer
+    LATENCY = "latency"  # every stage and every link transfer, one micro-batch end to end
+
+
+def objective(name: str) -> Objective:
+    """The --objective option as the enum (bad input: exit 2 naming what is valid)."""
+    from ..errors import InputError
+    try:
+        return Objective(name)
+    except ValueError:
+        raise InputError("--objective", None, f"{name!r} is not an objective", "valid: throughput, latency") from None
+
+
+@dataclass(frozen=True)
+class PipelineJob:
+    job: Job  # the whole model's job: model, target, batch, options (its stage is None)
+    ipus: int
+    objective: Objective = Objective.THROUGHPUT
+    max_moves: int = 8  # boundary moves tried after the balanced partition
+
+
+@dataclass
+class Outcome:
+    verdict: Verdict
+    doc: dict
+    stages: list = field(default_factory=list)  # FIT: per stage (its directory, its solve result, its plan.json)
+
+
+def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] | None = None,
+                 solved: dict | None = None) -> Outcome:
+    """Solve, write DIR/pipeline.json (+ DIR/stage-K/ per stage) for a FIT, DIR/verdict.json (+ certificate.json
+    for INFEASIBLE) otherwise. `solved`: stage problems already solved for the same job (other chip counts)."""
+    job = pj.job
+    say = report or (lambda s: None)
+    t0 = time.perf_counter()
+    spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
+                                              fp8_scales=job.fp8_scales)
+    target = load_target(job.target).with_ipus(pj.ipus)
+    chain = greedy_chain(spec, job.batch, target, job.options.support_reserve)
+    head = {"format": PIPELINE, "ipus": pj.ipus, "objective": pj.objective.value,
+            "search": {"seed": job.options.seed, "effort": job.options.effort},
+            "link": dataclasses.asdict(target.link) if target.link else None,
+            "bound": {"fewest_ipus": chain.fewest, "chain": [[r.first, r.reach] for r in chain.links]}}
+    if chain.proves_fewer_than(pj.ipus):
+        say(f"machine bound over stages: {'no chip holds one layer' if chain.fewest is None else f'at least {chain.fewest} chips'}")
+        return _infeasible(pj, spec, target, chain, head, out_dir, t0)
+    if pj.ipus > spec.layers:
+        from ..errors import InputError
+        raise InputError("--ipus", None, f"{pj.ipus} chips for {spec.layers} layers", f"valid: 1..{spec.layers} "
+                         "(every stage holds at least one layer)")
+    solved = {} if solved is None else solved  # (count, stem, head) -> SolvedJob
+
+    def stage_problem(st: Stage) -> SolvedJob:
+        if st.problem not in solved:
+            say(f"stage problem: {st.count} layers{' + stem' if st.stem else ''}{' + head' if st.head else ''}")
+            solved[st.problem] = solve_job(dataclasses.replace(job, stage=st), report)
+            r = solved[st.problem].result
+            say(f"  {r.verdict.value}" + (f" {r.plan['cycles']['modeled']:,} cycles" if r.verdict is Verdict.FIT else
+                                          f" ({r.reason})" if r.reason else ""))
+        return solved[st.problem]
+
+    tried: list[dict] = []
+    best = _evaluate(balanced(spec.layers, pj.ipus), stage_problem, target, job.batch, pj.objective, tried)
+    for _ in range(pj.max_moves):
+        nxt = None
+        for cand in best["partition"].moves(best["worst"]):
+            if any(t["counts"] == list(cand.counts) for t in tried):
+                continue
+            ev = _evaluate(cand, stage_problem, target, job.batch, pj.objective, tried)
+            if ev["score"] < (nxt or best)["score"]:
+                nxt = ev
+        if nxt is None:
+            break
+        best = nxt
+    head["partition_search"] = {"partitions": tried, "stage_problems": len(solved),
+                      "note": "boundaries: the balanced partition, then one-layer moves off the slowest (or failing) "
+                              "stage while they improve the objective; each stage optimal within its catalogue and gap"}
+    head["wall_seconds"] = round(time.perf_counter() - t0, 3)
+    if best["score"][0]:
+        return _unknown(pj, spec, target, head, out_dir, best, tried)
+    return _fit(pj, spec, target, head, out_dir, best, stage_problem)
+
+
+def _evaluate(part: Partition, stage_problem, target, batch: int, objective: Objective, tried: list) -> dict:
+    """The partition's stages solved; score (cycles) and the stage to move a layer off: the failing or slowest."""
+    rows = []
+    for i, st in enumerate(part.stages()):
+        s = stage_problem(st)
+        r = s.result
+        rows.append({"stage": st, "verdict": r.verdict.value, "reason": _why(r),
+                     "cycles": r.plan["cycles"]["modeled"] if r.verdict is Verdict.FIT else None})
+    fail = [i for i, row in enumerate(rows) if row["cycles"] is None]
+    nbytes = boundary_bytes(rows and stage_problem(part.stages()[0]).spec, batch)
+    links = [0 if i == len(rows) - 1 else target.link.cycles(nbytes, target.clock_hz) for i in range(len(rows))]
+    if fail:  # fewer stages without a plan first; a layer moves off the fullest one, INFEASIBLE before UNKNOWN
+        score = (len(fail), 0)
+        worst = max(fail, key=lambda i: (rows[i]["verdict"] == "INFEASIBLE", part.counts[i]))
+    else:
+        per = [row["cycles"] + links[i] for i, row in enumerate(rows)]
+        score = (0, max(per) if objective is Objective.THROUGHPUT else sum(per))
+        worst = max(range(len(per)), key=lambda i: per[i])
+    tried.append({"counts": list(part.counts), "verdicts": [r["verdict"] for r in rows],
+                  "cycles": [r["cycles"] for r in rows], "link_cycles": links,
+                  "score": None if fail else score[1],
+                  "reasons": {str(i): rows[i]["reason"] for i in fail}})
+    return {"partition": part, "rows": rows, "links": links, "score": score, "worst": worst}
+
+
+def _why(r) -> str | None:
+    if r.verdict is Verdict.FIT:
+        return None
+    if r.verdict is Verdict.INFEASIBLE:
+        if r.problem is None:
+            return "machine bound"
+        ex = r.stats.get("explanation") or {}
+        lack = (f"; the least-overflowing plan lacks {ex['deficit_bytes']:,} B on tile {ex['tile']} at {ex['step']}"
+                if ex.get("deficit_bytes") else "")
+        return "no combination of the catalogued implementations fits" + lack
+    return r.reason or r.verdict.value
+
+
+def boundary_bytes(spec, batch: int) -> int:
+    """The residual stream one stage hands the next: batch x tokens x width F16."""
+    return batch * spec.tokens * spec.width * 2
+
+
+def _fit(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, stage_problem) -> Outcome:
+    part: Partition = best["partition"]
+    stages, written = [], []
+    link = target.link
+    nbytes = boundary_bytes(spec, pj.job.batch)
+    for i, st in enumerate(part.stages()):
+        d = out_dir / f"stage-{i}"
+        s = stage_problem(st)
+        r = write_solved(s, d, st)
+        if r.verdict is not Verdict.FIT:  # the checker rejected the plan as this stage
+            return _unknown(pj, spec, target, head, out_dir, best, head["partition_search"]["partitions"],
+                            f"stage {i} ({st.label()}): {r.reason or r.verdict.value}")
+        written.append((d, r, s.doc))
+        cyc = s.doc["cycles"]["modeled"]
+        out = None if st.head else {"value": STAGE_OUTPUT, "shape": [pj.job.batch, spec.tokens, spec.width],
+                                    "dtype": "f16", "bytes": nbytes,
+                                    "link_cycles": link.cycles(nbytes, target.clock_hz)}
+        stages.append({"index": i, "dir": f"stage-{i}", "stage": st.record(), "cycles": cyc,
+                       "ms": round(cyc / target.clock_hz * 1e3, 6), "gap": s.doc["cycles"].get("gap"),
+                       "output": out})
+    per = [s["cycles"] + (s["output"]["link_cycles"] if s["output"] else 0) for s in stages]
+    bott = max(per)
+    lat = sum(per)
+    with staged(out_dir, TOP) as tmp:
+        inst = instance(pj.job, spec, target, copy_inputs(tmp, pj.job.model, pj.job.target))
+        doc = {**head, "verdict": "FIT", **inst, "stages": stages,
+               "throughput": {"bottleneck_stage": per.index(bott), "bottleneck_cycles": bott,
+                              "images_per_s": round(pj.job.batch * target.clock_hz / bott, 3)},
+               "latency": {"cycles": lat, "ms": round(lat / target.clock_hz * 1e3, 6)}}
+        write_json(tmp / "pipeline.json", doc)
+    return Outcome(Verdict.FIT, doc, written)
+
+
+def _infeasible(pj: PipelineJob, spec, target, chain, head: dict, out_dir: Path, t0: float) -> Outcome:
+    with staged(out_dir, TOP) as tmp:
+        inst = instance(pj.job, spec, target, copy_inputs(tmp, pj.job.model, pj.job.target))
+        doc = {**head, "verdict": "INFEASIBLE", **inst, "wall_seconds": round(time.perf_counter() - t0, 3)}
+        body = chain.certificate(pj.ipus)
+        doc["headline"] = (f"no partition of {spec.layers} layers into {pj.ipus} stage(s) fits: "
+                           + (f"layers from {chain.stuck['at']} alone exceed one chip" if chain.fewest is None else
+                              f"stages as long as the machine bound allows cover layers 0..{body['covered'] - 1} "
+                              f"on {pj.ipus} chip(s); at least {chain.fewest} are needed"))
+        doc["certificate"] = {"kind": body["kind"], "file": "certificate.json"}
+        write_json(tmp / "verdict.json", doc)
+        write_certificate(tmp / "certificate.json", doc, body)
+    return Outcome(Verdict.INFEASIBLE, doc)
+
+
+def _unknown(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, tried, why: str = "") -> Outcome:
+    with staged(out_dir, TOP) as tmp:
+        inst = instance(pj.job, spec, target, copy_inputs(tmp, pj.job.model, pj.job.target))
+        reason = why or (f"no partition tried has a plan on every stage ({len(tried)} tried; a stage problem "
+                         "without a plan within its catalogue does not rule out other partitions): not a proof")
+        doc = {**head, "verdict": "UNKNOWN", **inst, "unknown": {"reason": reason}}
+        write_json(tmp / "verdict.json", doc)
+    return Outcome(Verdict.UNKNOWN, doc)

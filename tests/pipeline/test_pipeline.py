@@ -1,0 +1,224 @@
+"""Pipelines over several chips: stage graphs, the machine bound over stages (against every partition, exhaustively),
+the pipeline solve (FIT with every stage checked; INFEASIBLE with a certificate the checker re-proves), tampered
+artefacts refused, one package per stage in a .ipupipe emulated bit for bit stage by stage, and the command line."""
+
+from __future__ import annotations
+
+import json
+from itertools import combinations
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import MODELS, ROOT
+from tests.tests_helpers import run_main
+
+SMALL = ROOT / "targets" / "small64.yaml"
+VIT = MODELS / "vit-small.yaml"
+
+
+@pytest.fixture(scope="module")
+def t8(tmp_path_factory) -> Path:
+    """small64 cut to 8 tiles: vit-small's f16 layers (336 KB each) fill a chip at 13 layers."""
+    p = tmp_path_factory.mktemp("t8") / "t8.yaml"
+    p.write_text(SMALL.read_text().replace("tiles: 64 ", "tiles: 8 ", 1))
+    return p
+
+
+def _spec(layers: int):
+    from ipuplan.model import load_model
+    return load_model(str(VIT)).with_options(layers=layers)
+
+
+def test_stage_graphs_partition_the_model():
+    from ipuplan.ir.graph import Role
+    from ipuplan.model import build_graph
+    from ipuplan.model.build import STAGE_INPUT, STAGE_OUTPUT
+    from ipuplan.model.stage import Stage
+    spec = _spec(5)
+    whole = build_graph(spec, 2)
+    parts = [build_graph(spec, 2, Stage.of(f, c, 5)) for f, c in ((0, 2), (2, 1), (3, 2))]
+    params = lambda g: {v.name: v.shape for v in g.values if v.role is Role.PARAM}
+    want = params(whole)
+    got: dict = {}
+    for g in parts:
+        for n, shape in params(g).items():
+            got[n] = shape if not n.startswith("layers.") else (got.get(n, (0,))[0] + shape[0],) + shape[1:]
+    assert got == want
+    assert parts[0].outputs == (STAGE_OUTPUT,) and parts[2].outputs == whole.outputs
+    assert parts[1].value(STAGE_INPUT).shape == parts[0].value(STAGE_OUTPUT).shape == (2, spec.tokens, spec.width)
+    with pytest.raises(Exception, match="stem runs with layer 0"):
+        Stage(1, 2, True, False).check(5)
+    with pytest.raises(Exception, match="not within"):
+        Stage.of(4, 2, 5)
+
+
+def test_greedy_chain_is_the_fewest_of_every_partition(t8):
+    """The chain's count of chips against every partition of the layers into 1..4 contiguous stages, each judged by
+    the machine bound of its own stage graph: fewer chips than the chain never fit, the chain's own partition does."""
+    from ipuplan.bounds import machine_bound
+    from ipuplan.model import build_graph
+    from ipuplan.model.stage import Stage
+    from ipuplan.pipeline.bound import greedy_chain
+    from ipuplan.target import load_target
+    target = load_target(t8)
+    for layers in (7, 13, 14, 27, 30):
+        spec = _spec(layers)
+        memo: dict = {}
+
+        def fits(first: int, count: int) -> bool:
+            st = Stage.of(first, count, layers)
+            if st.problem not in memo:
+                memo[st.problem] = not machine_bound(build_graph(spec, 2, st), target, None)["proves"]
+            return memo[st.problem]
+        chain = greedy_chain(spec, 2, target)
+        for n in range(1, 5):
+            any_fits = any(all(fits(a, b - a) for a, b in zip((0,) + cuts, cuts + (layers,)))
+                           for cuts in combinations(range(1, layers), n - 1))
+            assert any_fits == (not chain.proves_fewer_than(n)), (layers, n, chain.fewest)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, t8):
+    d = tmp_path_factory.mktemp("pipe")
+    assert run_main("build", VIT, "--target", t8, "--batch", "2", "--layers", "20", "--ipus", "2", "-o", d) == 0
+    np.save(d / "pixels.npy", np.random.default_rng(3).standard_normal((2, 3, 28, 28)).astype(np.float32))
+    return d
+
+
+def test_pipeline_fit_checks_and_runs_bit_exact(built, cli):
+    doc = json.loads((built / "pipeline.json").read_text())
+    assert doc["verdict"] == "FIT" and doc["ipus"] == 2 and doc["bound"]["fewest_ipus"] == 2
+    assert [s["stage"]["count"] for s in doc["stages"]] == [10, 10]
+    r = cli("check", built)
+    assert r.code == 0 and "PIPELINE CHECK PASSED" in r.out
+    r = cli("check", built / "model.ipupipe")
+    assert r.code == 0 and "PIPELINE PACKAGE CHECK PASSED" in r.out, r.out
+    r = cli("run", built / "model.ipupipe", "--pixels", built / "pixels.npy", "--compare", "--json")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    assert out["compare"]["stages_bit_exact"] == [True, True] and out["compare"]["fp32"]["cosine"] > 0.99
+    assert out["shape"] == [2, 144]
+
+
+def _tampered(tmp_path, built, edit) -> Path:
+    import shutil
+    d = tmp_path / "copy"
+    shutil.copytree(built, d)
+    doc = json.loads((d / "pipeline.json").read_text())
+    edit(doc, d)
+    (d / "pipeline.json").write_text(json.dumps(doc))
+    return d
+
+
+@pytest.mark.parametrize("what", ["throughput", "link", "stage", "swap", "output"])
+def test_tampered_pipeline_refused(tmp_path, built, what):
+    from ipuplan.checker.pipeline import check_pipeline_dir
+
+    def edit(doc, d):
+        if what == "throughput":
+            doc["throughput"]["bottleneck_cycles"] -= 1
+        elif what == "link":
+            doc["stages"][0]["output"]["link_cycles"] //= 2
+        elif what == "stage":
+            doc["stages"][1]["stage"]["first"] = 12
+        elif what == "swap":  # stage 1's directory holds stage 0's plan
+            import shutil
+            shutil.rmtree(d / "stage-1")
+            shutil.copytree(d / "stage-0", d / "stage-1")
+        else:
+            doc["stages"][0]["output"]["shape"] = [2, 4, 72]
+    rep = check_pipeline_dir(_tampered(tmp_path, built, edit))
+    assert not rep.ok, what
+
+
+def test_altered_pipeline_package_is_refused(tmp_path, built, cli):
+    import zipfile
+    src = built / "model.ipupipe"
+    bad = tmp_path / "bad.ipupipe"
+    with zipfile.ZipFile(src) as zi, zipfile.ZipFile(bad, "w") as zo:
+        for item in zi.infolist():
+            data = zi.read(item)
+            if item.filename == "stage-1.ipupkg":
+                other = zi.read("stage-0.ipupkg")  # a member swapped for another stage's package
+                data = other
+            zo.writestr(item, data)
+    r = cli("check", bad)
+    assert r.code == 2 and "sha256" in r.err
+
+
+def test_fewer_chips_than_the_bound_is_certified(tmp_path, t8, cli):
+    d = tmp_path / "p2"
+    r = cli("solve", VIT, "--target", t8, "--batch", "2", "--layers", "30", "--ipus", "2", "-o", d)
+    assert r.code == 1 and "at least 3" in r.out
+    r = cli("check", d)
+    assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out
+    from ipuplan.checker.certificate import check_certificate
+    from ipuplan.formats import digest
+    cert = json.loads((d / "certificate.json").read_text())
+    cert["links"][0]["reach"] -= 1  # not maximal: one layer more still fits
+    cert["links"][1]["first"] -= 1
+    cert["digest"] = digest(cert)
+    assert not check_certificate(cert, base=d).ok
+
+
+def test_what_if_ipus_gives_the_boundary(tmp_path, t8, cli):
+    d = tmp_path / "one"
+    r = cli("solve", VIT, "--target", t8, "--batch", "2", "--layers", "20", "-o", d)
+    assert r.code == 1  # one chip: the machine bound
+    r = cli("explain", d, "--what-if", "ipus", "--json")
+    assert r.code == 0, r.err
+    w = json.loads(r.out)["what_if"]
+    assert w["bound_fewest"] == 2 and w["fewest_fit"] == 2 and w["proven"]
+    assert w["below"]["verdict"] == "INFEASIBLE" and "checked" in w["below"]["evidence"]
+
+
+def test_pipeline_input_errors(tmp_path, cli):
+    nolink = tmp_path / "nolink.yaml"
+    nolink.write_text(SMALL.read_text().split("\n# Between chips")[0] + "\n")
+    r = cli("solve", VIT, "--target", nolink, "--ipus", "2", "-o", tmp_path / "x")
+    assert r.code == 2 and "declares no link" in r.err and "Traceback" not in r.err
+    r = cli("solve", VIT, "--target", SMALL, "--ipus", "3", "-o", tmp_path / "x")
+    assert r.code == 2 and "every stage holds at least one layer" in r.err
+    r = cli("solve", VIT, "--target", SMALL, "--ipus", "2", "--objective", "fast", "-o", tmp_path / "x")
+    assert r.code == 2 and "valid: throughput, latency" in r.err
+
+
+def test_report_shows_the_stages(built, tmp_path):
+    """`report DIR` of a pipeline: one row per stage with its time and link transfer, each linking to the stage's
+    own page (written beside it); in Chromium when the system has it."""
+    import shutil
+    import re
+    assert run_main("report", built) == 0
+    page = (built / "report.html").read_text()
+    data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1))
+    stages = data["pipeline"]["stages"]
+    assert [s["count"] for s in stages] == [10, 10] and stages[0]["link_cycles"] > 0 == stages[1]["link_cycles"]
+    assert all((built / s["dir"] / "report.html").exists() for s in stages)
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        try:
+            p = b.new_page()
+            errors: list = []
+            p.on("pageerror", lambda e: errors.append(str(e)))
+            p.goto((built / "report.html").as_uri())
+            p.wait_for_selector("body[data-rendered='1']", timeout=30_000)
+            assert p.is_visible("#pipeline") and p.locator("#pgrid tr").count() == 3 and not errors
+            assert "images/s modeled" in p.inner_text("#pnote")
+        finally:
+            b.close()
+
+
+def test_python_api_pipeline(tmp_path, t8):
+    import ipuplan.api as api
+    s = api.solve(VIT, batch=2, target=t8, layers=20, ipus=2, out=tmp_path / "p")
+    assert s.verdict == "FIT" and s.exit_code == 0 and s.modeled_cycles == s.document["throughput"]["bottleneck_cycles"]
+    c = api.check(tmp_path / "p")
+    assert c.ok and c.kind == "pipeline"
+    s = api.solve(VIT, batch=2, target=t8, layers=30, ipus=2, out=tmp_path / "q")
+    assert s.verdict == "INFEASIBLE" and api.check(tmp_path / "q").ok
