@@ -50,3 +50,25 @@ def balanced(layers: int, ipus: int) -> Partition:
     for i in order[:extra]:
         counts[i] += 1
     return Partition(tuple(counts))
+
+
+def under_caps(layers: int, caps: list[int]) -> Partition | None:
+    """The most balanced partition whose stage i holds at most caps[i] layers (and at least one), or None when the
+    caps hold fewer than `layers`. Below the level, the ends give up their layers first (they also carry the stem
+    and the head)."""
+    n = len(caps)
+    if n > layers or sum(caps) < layers or min(caps) < 1:
+        return None
+    lo, hi = 1, layers
+    while lo < hi:  # the lowest level t with sum(min(cap, t)) >= layers
+        t = (lo + hi) // 2
+        if sum(min(c, t) for c in caps) >= layers:
+            hi = t
+        else:
+            lo = t + 1
+    counts = [min(c, lo) for c in caps]
+    order = sorted((i for i in range(n) if counts[i] == lo and lo > 1),
+                   key=lambda i: (i not in (0, n - 1), -abs(i - (n - 1) / 2)))
+    for i in order[:sum(counts) - layers]:
+        counts[i] -= 1
+    return Partition(tuple(counts))

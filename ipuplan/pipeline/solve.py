@@ -26,7 +26,7 @@ from ..solver.driver import ARTEFACTS, Job, SolvedJob, instance, solve_job, writ
 from ..solver.solve import Verdict
 from ..target import load_target
 from .bound import greedy_chain
-from .partition import Partition, balanced
+from .partition import Partition, balanced, under_caps
 
 
 TOP = ARTEFACTS + ("pipeline.json",)  # what DIR itself holds; stage-K/ are solve directories below it
@@ -95,29 +95,54 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
         return solved[st.problem]
 
     tried: list[dict] = []
-    best = _evaluate(balanced(spec.layers, pj.ipus), stage_problem, target, job.batch, pj.objective, tried)
-    for _ in range(pj.max_moves):
+    link = target.link.cycles(boundary_bytes(spec, job.batch), target.clock_hz) if pj.ipus > 1 else 0
+    n, L = pj.ipus, spec.layers
+    # the fewest layers a stage of each kind (stem, head) was seen to fail with, less one: where the search looks
+    caps: dict[tuple[bool, bool], int] = {}
+    kinds = [(i == 0, i == n - 1) for i in range(n)]
+    part: Partition | None = balanced(L, n)
+    best = None
+    for _ in range(pj.max_moves + 1):  # first a partition with a plan on every stage
+        ev = _evaluate(part, stage_problem, link, pj.objective, tried)
+        best = ev if best is None or ev["score"] < best["score"] else best
+        if not ev["score"][0]:
+            break
+        for row in ev["rows"]:
+            if row["cycles"] is None:
+                k = (row["stage"].stem, row["stage"].head)
+                caps[k] = min(caps.get(k, L), row["stage"].count - 1)
+        part = under_caps(L, [caps.get(k, L) for k in kinds])
+        if part is None or any(t["counts"] == list(part.counts) for t in tried):
+            break
+    for _ in range(pj.max_moves if not best["score"][0] else 0):  # then faster: a layer off the slowest stage
         nxt = None
         for cand in best["partition"].moves(best["worst"]):
-            if any(t["counts"] == list(cand.counts) for t in tried):
+            if any(t["counts"] == list(cand.counts) for t in tried) or \
+                    any(c > caps.get(k, L) for c, k in zip(cand.counts, kinds)):
                 continue
-            ev = _evaluate(cand, stage_problem, target, job.batch, pj.objective, tried)
+            ev = _evaluate(cand, stage_problem, link, pj.objective, tried)
             if ev["score"] < (nxt or best)["score"]:
                 nxt = ev
         if nxt is None:
             break
         best = nxt
-    head["partition_search"] = {"partitions": tried, "stage_problems": len(solved),
-                      "note": "boundaries: the balanced partition, then one-layer moves off the slowest (or failing) "
-                              "stage while they improve the objective; each stage optimal within its catalogue and gap"}
+    head["partition_search"] = {
+        "partitions": tried, "stage_problems": len(solved),
+        "failing_from": {("stem+" if k[0] else "") + ("head" if k[1] else "" if k[0] else "middle"): c + 1
+                         for k, c in caps.items()},
+        "caps_exhausted": bool(best["score"][0]) and part is None,
+        "note": "boundaries: the balanced partition; while a stage has no plan, the most balanced partition whose "
+                "stages hold fewer layers than any stage of their kind that failed; then one-layer moves off the "
+                "slowest stage while they improve the objective. Each stage is optimal within its catalogue and gap"}
     head["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if best["score"][0]:
         return _unknown(pj, spec, target, head, out_dir, best, tried)
     return _fit(pj, spec, target, head, out_dir, best, stage_problem)
 
 
-def _evaluate(part: Partition, stage_problem, target, batch: int, objective: Objective, tried: list) -> dict:
-    """The partition's stages solved; score (cycles) and the stage to move a layer off: the failing or slowest."""
+def _evaluate(part: Partition, stage_problem, link: int, objective: Objective, tried: list) -> dict:
+    """The partition's stages solved; its score (stages without a plan, then cycles) and the stage to move a layer
+    off: the fullest failing one, else the slowest. `link`: cycles of one boundary transfer."""
     rows = []
     for i, st in enumerate(part.stages()):
         s = stage_problem(st)
@@ -125,8 +150,7 @@ def _evaluate(part: Partition, stage_problem, target, batch: int, objective: Obj
         rows.append({"stage": st, "verdict": r.verdict.value, "reason": _why(r),
                      "cycles": r.plan["cycles"]["modeled"] if r.verdict is Verdict.FIT else None})
     fail = [i for i, row in enumerate(rows) if row["cycles"] is None]
-    nbytes = boundary_bytes(rows and stage_problem(part.stages()[0]).spec, batch)
-    links = [0 if i == len(rows) - 1 else target.link.cycles(nbytes, target.clock_hz) for i in range(len(rows))]
+    links = [0 if i == len(rows) - 1 else link for i in range(len(rows))]
     if fail:  # fewer stages without a plan first; a layer moves off the fullest one, INFEASIBLE before UNKNOWN
         score = (len(fail), 0)
         worst = max(fail, key=lambda i: (rows[i]["verdict"] == "INFEASIBLE", part.counts[i]))
@@ -210,8 +234,12 @@ def _infeasible(pj: PipelineJob, spec, target, chain, head: dict, out_dir: Path,
 def _unknown(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, tried, why: str = "") -> Outcome:
     with staged(out_dir, TOP) as tmp:
         inst = instance(pj.job, spec, target, copy_inputs(tmp, pj.job.model, pj.job.target))
-        reason = why or (f"no partition tried has a plan on every stage ({len(tried)} tried; a stage problem "
-                         "without a plan within its catalogue does not rule out other partitions): not a proof")
+        ps = head["partition_search"]
+        reason = why or (f"no partition tried has a plan on every stage ({len(tried)} tried; stages without a plan: "
+                         + ", ".join(f"{k} with {c} layers" for k, c in ps["failing_from"].items()) + ")"
+                         + (f". If a stage that has no plan with k layers has none with more either (not proven), "
+                            f"{pj.ipus} chips cannot hold it within the catalogue" if ps["caps_exhausted"] else "")
+                         + "; not a proof")
         doc = {**head, "verdict": "UNKNOWN", **inst, "unknown": {"reason": reason}}
         write_json(tmp / "verdict.json", doc)
     return Outcome(Verdict.UNKNOWN, doc)

@@ -222,3 +222,12 @@ def test_python_api_pipeline(tmp_path, t8):
     assert c.ok and c.kind == "pipeline"
     s = api.solve(VIT, batch=2, target=t8, layers=30, ipus=2, out=tmp_path / "q")
     assert s.verdict == "INFEASIBLE" and api.check(tmp_path / "q").ok
+
+
+def test_sweep_over_chip_counts(tmp_path, cli):
+    r = cli("sweep", VIT, "--target", SMALL, "--batch", "2", "--set", "ipus=1,2", "--workers", "2", "-o", tmp_path)
+    assert r.code == 0, r.out + r.err
+    cases = {c["settings"]["ipus"]: c for c in json.loads((tmp_path / "sweep.json").read_text())["cases"]}
+    assert {k: (c["verdict"], c["checked"]) for k, c in cases.items()} == {"1": ("FIT", True), "2": ("FIT", True)}
+    assert all(c["images_per_s"] > 0 for c in cases.values())
+    assert (tmp_path / "cases" / cases["2"]["name"] / "pipeline.json").exists()
