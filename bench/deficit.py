@@ -3,6 +3,7 @@ the elastic model `ipuplan explain` runs on an INFEASIBLE verdict (every capacit
 minimized), printed as JSON — the deficit, its tile and step, what is live there, each op's cheapest alternative.
 
 Usage: python bench/deficit.py MODEL [--batch 8] [--catalogue rotating] [--effort 60] [--time-limit 1800]
+       [--stage FIRST:COUNT]   (one stage of a pipeline over several chips: docs/PIPELINE.md)
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def main() -> None:
     ap.add_argument("--catalogue", default="shaped")
     ap.add_argument("--effort", type=float, default=60.0)
     ap.add_argument("--time-limit", type=float, default=1800.0)
+    ap.add_argument("--stage", default=None, help="FIRST:COUNT, a pipeline stage's layers")
     a = ap.parse_args()
     from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
@@ -33,7 +35,13 @@ def main() -> None:
     from ipuplan.target import load_target
     target = load_target(ROOT / "targets" / "c600.yaml")
     opts = SolveOptions(batch=a.batch, catalogue=Catalogue(a.catalogue), effort=a.effort, time_limit=a.time_limit)
-    p = build_problem(build_graph(load_model(a.model), a.batch), target, a.batch, None, opts.use_relays,
+    spec = load_model(a.model)
+    stage = None
+    if a.stage:
+        from ipuplan.model.stage import Stage
+        first, count = map(int, a.stage.split(":"))
+        stage = Stage.of(first, count, spec.layers)
+    p = build_problem(build_graph(spec, a.batch, stage), target, a.batch, None, opts.use_relays,
                       opts.table_budget, 0, opts.catalogue)
     classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], target.tiles)
     t0 = time.perf_counter()

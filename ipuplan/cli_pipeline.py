@@ -184,7 +184,8 @@ def run_pipeline_cli(package: str, pixels, image, weights, seed: int, output, co
     out.print(f"wrote {dest}: {list(r.output.shape)} float32; {len(r.stages)} stages emulated in {r.seconds:.1f} s")
     for i, s in enumerate(r.stages):
         pf = (s.compare or {}).get("plan_faithful")
-        word = "" if not pf else (" BIT-EXACT" if pf["bit_exact"] else f" {pf['differing']:,} of {pf['elements']:,} differ")
+        word = "" if not pf else (" BIT-EXACT" if pf["bit_exact"] else
+                                  f" {pf['differing']:,} of {pf['elements']:,} differ")
         out.print(f"  stage {i}: modeled {s.profile['modeled_cycles']:,} cycles; emulator {s.seconds:.1f} s{word}",
                   markup=False, highlight=False)
     if c:

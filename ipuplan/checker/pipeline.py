@@ -162,8 +162,9 @@ def check_pipeline_certificate(cert: dict, rep: CheckReport, base) -> None:
                 rep.fail(f"links[{j}]: layers {first}..{reach} need {m['needs_bytes']:,} B, which fit one chip's "
                          f"{m['capacity_bytes']:,} B: the range is not maximal")
                 return
-            rep.lines.append(f"links[{j}]: layers {first}..{reach} need {m['needs_bytes']:,} B > {m['capacity_bytes']:,}"
-                             f" B of one chip, so a stage starting at or before layer {first} ends before layer {reach}")
+            rep.lines.append(f"links[{j}]: layers {first}..{reach} need {m['needs_bytes']:,} B > "
+                             f"{m['capacity_bytes']:,} B of one chip, so a stage starting at or before layer {first} "
+                             f"ends before layer {reach}")
         first = reach
     if len(links) == ipus:
         if first >= layers:

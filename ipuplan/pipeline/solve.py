@@ -2,9 +2,10 @@
 
 The machine bound over stages answers first (pipeline/bound.py). Otherwise the stage problems are ordinary
 single-chip solves: a stage's plan depends only on its layer count and whether it carries the stem or the head, so
-each such problem is solved once, however many stages pose it. The boundaries start balanced and move one layer
-at a time off the slowest stage while that makes the pipeline faster (throughput: the slowest stage plus its link
-transfer; latency: the sum). Every stage of the chosen partition is written as a solve directory of its own
+each such problem is solved once, however many stages pose it. The boundaries start balanced; while some stage has
+no plan, the next partition is the most balanced one whose stages hold fewer layers than any failed stage of their
+kind; then one layer at a time moves off the slowest stage while that makes the pipeline faster (throughput: the
+slowest stage plus its link transfer; latency: the sum). Every stage of the chosen partition is written as a solve directory of its own
 (checked and placed as a single-chip plan) and DIR/pipeline.json ties them together."""
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from ..target import load_target
 from .bound import greedy_chain
 from .partition import Partition, balanced, under_caps
 
-
 TOP = ARTEFACTS + ("pipeline.json",)  # what DIR itself holds; stage-K/ are solve directories below it
 
 
@@ -51,7 +51,7 @@ class PipelineJob:
     job: Job  # the whole model's job: model, target, batch, options (its stage is None)
     ipus: int
     objective: Objective = Objective.THROUGHPUT
-    max_moves: int = 8  # boundary moves tried after the balanced partition
+    max_moves: int = 8  # partitions tried while a stage fails, then boundary moves tried after a plan
 
 
 @dataclass
@@ -77,7 +77,8 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
             "link": dataclasses.asdict(target.link) if target.link else None,
             "bound": {"fewest_ipus": chain.fewest, "chain": [[r.first, r.reach] for r in chain.links]}}
     if chain.proves_fewer_than(pj.ipus):
-        say(f"machine bound over stages: {'no chip holds one layer' if chain.fewest is None else f'at least {chain.fewest} chips'}")
+        say("machine bound over stages: " + ("no chip holds one layer" if chain.fewest is None else
+                                             f"at least {chain.fewest} chips"))
         return _infeasible(pj, spec, target, chain, head, out_dir, t0)
     if pj.ipus > spec.layers:
         from ..errors import InputError
@@ -90,6 +91,9 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
             say(f"stage problem: {st.count} layers{' + stem' if st.stem else ''}{' + head' if st.head else ''}")
             solved[st.problem] = solve_job(dataclasses.replace(job, stage=st), report)
             r = solved[st.problem].result
+            if r.verdict is not Verdict.FIT:  # only its reason is kept: the problem and core are large
+                r.reason = _why(r)
+                r.problem, r.core, r.certificate, r.model_rows = None, [], None, set()
             say(f"  {r.verdict.value}" + (f" {r.plan['cycles']['modeled']:,} cycles" if r.verdict is Verdict.FIT else
                                           f" ({r.reason})" if r.reason else ""))
         return solved[st.problem]
@@ -168,8 +172,10 @@ def _evaluate(part: Partition, stage_problem, link: int, objective: Objective, t
 def _why(r) -> str | None:
     if r.verdict is Verdict.FIT:
         return None
+    if r.reason:
+        return r.reason
     if r.verdict is Verdict.INFEASIBLE:
-        if r.problem is None:
+        if r.stats.get("status") == "MACHINE_BOUND":
             return "machine bound"
         ex = r.stats.get("explanation") or {}
         lack = (f"; the least-overflowing plan lacks {ex['deficit_bytes']:,} B on tile {ex['tile']} at {ex['step']}"

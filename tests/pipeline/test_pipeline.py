@@ -231,3 +231,15 @@ def test_sweep_over_chip_counts(tmp_path, cli):
     assert {k: (c["verdict"], c["checked"]) for k, c in cases.items()} == {"1": ("FIT", True), "2": ("FIT", True)}
     assert all(c["images_per_s"] > 0 for c in cases.values())
     assert (tmp_path / "cases" / cases["2"]["name"] / "pipeline.json").exists()
+
+
+def test_partitions_balanced_and_under_caps():
+    from ipuplan.pipeline.partition import Partition, balanced, under_caps
+    assert balanced(50, 4).counts == (12, 13, 13, 12) and balanced(27, 2).counts == (14, 13)
+    assert under_caps(50, [50, 12, 12, 11]).counts == (15, 12, 12, 11)
+    assert under_caps(50, [14, 12, 12, 11]) is None and under_caps(3, [5, 5, 5, 5]) is None
+    for layers, caps in ((30, [9, 12, 12]), (10, [9, 9, 9]), (7, [1, 5, 1])):
+        p = under_caps(layers, caps)
+        assert p.layers == layers and all(1 <= c <= k for c, k in zip(p.counts, caps))
+        assert max(p.counts) - min(c for c, k in zip(p.counts, caps) if k >= max(p.counts)) <= 1
+    assert Partition((3, 1)).moves(1) == [] and Partition((3, 1)).moves(0) == [Partition((2, 2))]
