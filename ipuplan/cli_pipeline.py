@@ -63,6 +63,10 @@ def print_pipeline(doc: dict, out_dir: Path) -> None:
                   highlight=False)
     else:
         out.print(f"[bold yellow]UNKNOWN[/]  {head}: {doc['unknown']['reason']}", highlight=False)
+        for p in (doc.get("partition_search") or {}).get("partitions", []):
+            out.print(f"  partition {'+'.join(map(str, p['counts']))}: " + ", ".join(
+                f"stage {i} {v}" + (f" ({p['reasons'][str(i)]})" if str(i) in p.get("reasons", {}) else "")
+                for i, v in enumerate(p["verdicts"])), markup=False, highlight=False)
 
 
 def check_pipeline(d: Path, as_json: bool) -> None:

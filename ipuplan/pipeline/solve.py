@@ -30,6 +30,7 @@ from .bound import greedy_chain
 from .partition import Partition, balanced, under_caps
 
 TOP = ARTEFACTS + ("pipeline.json",)  # what DIR itself holds; stage-K/ are solve directories below it
+KIND = {(True, False): "stem", (False, False): "middle", (False, True): "head", (True, True): "stem+head"}
 
 
 class Objective(Enum):
@@ -132,8 +133,7 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
         best = nxt
     head["partition_search"] = {
         "partitions": tried, "stage_problems": len(solved),
-        "failing_from": {("stem+" if k[0] else "") + ("head" if k[1] else "" if k[0] else "middle"): c + 1
-                         for k, c in caps.items()},
+        "failing_from": {KIND[k]: c + 1 for k, c in caps.items()},
         "caps_exhausted": bool(best["score"][0]) and part is None,
         "note": "boundaries: the balanced partition; while a stage has no plan, the most balanced partition whose "
                 "stages hold fewer layers than any stage of their kind that failed; then one-layer moves off the "

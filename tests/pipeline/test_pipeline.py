@@ -243,3 +243,41 @@ def test_partitions_balanced_and_under_caps():
         assert p.layers == layers and all(1 <= c <= k for c, k in zip(p.counts, caps))
         assert max(p.counts) - min(c for c, k in zip(p.counts, caps) if k >= max(p.counts)) <= 1
     assert Partition((3, 1)).moves(1) == [] and Partition((3, 1)).moves(0) == [Partition((2, 2))]
+
+
+def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
+    """The partition search against stage problems with known answers: a stage has a plan up to a layer count per
+    kind (stem 5, middle 10, head 6 here) at 1,000 cycles a layer. On 3 chips the search leaves the balanced 7 + 7 + 6
+    for partitions under the counts seen to fail until every stage has a plan; on 2 chips no partition is under them
+    and the verdict is UNKNOWN, saying so."""
+    import dataclasses as dc
+
+    import ipuplan.pipeline.solve as ps
+    from ipuplan.solver.driver import Job
+    from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict
+    cap = {(True, False): 5, (False, False): 10, (False, True): 6}
+    calls = []
+
+    def fake_solve(job, report=None):
+        st = job.stage
+        calls.append(st.problem)
+        fit = st.count <= cap[(st.stem, st.head)]
+        r = SolveResult(Verdict.FIT if fit else Verdict.INFEASIBLE, None, stats={"status": "OPTIMAL"},
+                        plan={"cycles": {"modeled": 1000 * st.count}} if fit else None)
+        return ps.SolvedJob(job, None, None, r, None)
+
+    def fake_write(s, d, stage=None):
+        s.doc = {"cycles": {"modeled": s.result.plan["cycles"]["modeled"], "gap": 0.0},
+                 "stage": (stage or s.job.stage).record()}
+        return dc.replace(s.result)
+    monkeypatch.setattr(ps, "solve_job", fake_solve)
+    monkeypatch.setattr(ps, "write_solved", fake_write)
+    job = Job(str(VIT), str(SMALL), 2, 20, options=SolveOptions(batch=2))
+    o = ps.run_pipeline(ps.PipelineJob(job, 3), tmp_path / "three")
+    assert o.verdict is Verdict.FIT
+    assert [s["stage"]["count"] for s in o.doc["stages"]] == [5, 9, 6]
+    assert [p["counts"] for p in o.doc["partition_search"]["partitions"]] == [[7, 7, 6], [6, 7, 7], [5, 9, 6]]
+    assert len(calls) == len(set(calls))  # each stage problem solved once
+    o = ps.run_pipeline(ps.PipelineJob(job, 2), tmp_path / "two")
+    assert o.verdict is Verdict.UNKNOWN and o.doc["partition_search"]["caps_exhausted"]
+    assert "2 chips cannot hold it within the catalogue" in o.doc["unknown"]["reason"]
