@@ -228,7 +228,9 @@ def _infeasible(pj: PipelineJob, spec, target, chain, head: dict, out_dir: Path,
         doc = {**head, "verdict": "INFEASIBLE", **inst, "wall_seconds": round(time.perf_counter() - t0, 3)}
         body = chain.certificate(pj.ipus)
         doc["headline"] = (f"no partition of {spec.layers} layers into {pj.ipus} stage(s) fits: "
-                           + (f"layers from {chain.stuck['at']} alone exceed one chip" if chain.fewest is None else
+                           + (f"layer {body['covered']} alone (with the stem or head it carries) exceeds one chip, "
+                              f"{chain.stuck['needs_bytes']:,} B of {chain.stuck['capacity_bytes']:,}"
+                              if chain.fewest is None else
                               f"stages as long as the machine bound allows cover layers 0..{body['covered'] - 1} "
                               f"on {pj.ipus} chip(s); at least {chain.fewest} are needed"))
         doc["certificate"] = {"kind": body["kind"], "file": "certificate.json"}

@@ -281,3 +281,13 @@ def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
     o = ps.run_pipeline(ps.PipelineJob(job, 2), tmp_path / "two")
     assert o.verdict is Verdict.UNKNOWN and o.doc["partition_search"]["caps_exhausted"]
     assert "2 chips cannot hold it within the catalogue" in o.doc["unknown"]["reason"]
+
+
+def test_a_layer_no_chip_holds(tmp_path, cli):
+    """One tile per chip: layer 1 with the head exceeds a chip, so no number of chips holds the model."""
+    t1 = tmp_path / "t1.yaml"
+    t1.write_text(SMALL.read_text().replace("tiles: 64 ", "tiles: 1 ", 1))
+    r = cli("solve", VIT, "--target", t1, "--batch", "2", "--ipus", "2", "-o", tmp_path / "p")
+    assert r.code == 1 and "layer 1 alone" in r.out
+    r = cli("check", tmp_path / "p")
+    assert r.code == 0 and "no partition over any number of chips fits" in r.out
