@@ -89,10 +89,8 @@ def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, o
 
 def _pipeline(job, ipus: int, objective_name: str, d: Path, progress, build: bool = False) -> Solved:
     from .pipeline.build import build_pipeline
-    from .pipeline.solve import PipelineJob, objective, run_pipeline
-    from .target import load_target
-    load_target(job.target).with_ipus(ipus)
-    pj = PipelineJob(job, ipus, objective(objective_name))
+    from .pipeline.solve import pipeline_job, run_pipeline
+    pj = pipeline_job(job, ipus, objective_name)
     o, summary = build_pipeline(pj, d, progress) if build else (run_pipeline(pj, d, progress), None)
     doc = o.doc
     fit = o.verdict.value == "FIT"

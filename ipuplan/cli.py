@@ -176,7 +176,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     if ipus != 1 or objective != "throughput":
         from .cli_pipeline import solve_pipeline
-        solve_pipeline(job, ipus, objective, out_dir, report, as_json)
+        return solve_pipeline(job, ipus, objective, out_dir, report, as_json)  # exits with the verdict's code
     result, doc = run_solve(job, out_dir, report)
     cli_common.decided(result.verdict.exit_code)
     if as_json:
@@ -211,7 +211,7 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
             raise InputError("--what-if", None, f"{what_if!r} is not a question", "valid: batch, layers, memory, ipus")
         if what_if == "ipus" or "ipus" in doc:
             from .cli_pipeline import what_if_ipus
-            what_if_ipus(d, doc, what_if, as_json)
+            return what_if_ipus(d, doc, what_if, as_json)
         result = run_what_if(d, what_if, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
     if as_json:
         print(json.dumps({"verdict": doc["verdict"], "core": doc.get("core"), "what_if": result}, indent=1))
@@ -317,11 +317,11 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
         return
     if d.suffix == ".ipupipe":
         from .cli_pipeline import check_pipeline_package_cli
-        check_pipeline_package_cli(d, as_json)
+        return check_pipeline_package_cli(d, as_json)
     plan = (d / "plan.json").exists()
     if not plan and (d / "pipeline.json").exists():
         from .cli_pipeline import check_pipeline
-        check_pipeline(d, as_json)
+        return check_pipeline(d, as_json)
     if not plan and (d / "certificate.json").exists():
         try:
             cert = json.loads((d / "certificate.json").read_text())

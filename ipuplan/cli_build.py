@@ -59,7 +59,7 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     report = None if as_json else (lambda s: err.print(f"[dim]  {s}[/]"))
     if ipus != 1 or objective != "throughput":
         from .cli_pipeline import build_pipeline_cli
-        build_pipeline_cli(job, ipus, objective, out_dir, report, as_json)
+        return build_pipeline_cli(job, ipus, objective, out_dir, report, as_json)
     result, doc, summary = run_build(job, out_dir, report)
     decided(result.verdict.exit_code)
     if as_json:
@@ -186,7 +186,7 @@ def run(package: str = typer.Argument(..., help="a package (DIR/model.ipupkg) or
     from .runner.job import package_spec, run_package
     if Path(package).suffix == ".ipupipe":
         from .cli_pipeline import run_pipeline_cli
-        run_pipeline_cli(package, pixels, image, weights, seed, output, compare, min_cosine, as_json)
+        return run_pipeline_cli(package, pixels, image, weights, seed, output, compare, min_cosine, as_json)
 
     _seed(seed)
     if min_cosine is not None and not (-1.0 <= min_cosine <= 1.0):

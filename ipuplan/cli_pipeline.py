@@ -12,17 +12,10 @@ from .cli_common import out
 from .errors import InputError
 
 
-def objective_of(name: str):
-    from .pipeline.solve import objective
-    return objective(name)
-
-
 def solve_pipeline(job, ipus: int, objective: str, out_dir: Path, report, as_json: bool) -> None:
     """Plan `job`'s model over `ipus` chips and exit with the verdict's code."""
-    from .pipeline.solve import PipelineJob, run_pipeline
-    from .target import load_target
-    load_target(job.target).with_ipus(ipus)  # a target without a link: exit 2 before any work
-    o = run_pipeline(PipelineJob(job, ipus, objective_of(objective)), out_dir, report)
+    from .pipeline.solve import pipeline_job, run_pipeline
+    o = run_pipeline(pipeline_job(job, ipus, objective), out_dir, report)
     code = cli_common.decided(o.verdict.exit_code)
     if as_json:
         print(json.dumps(o.doc, indent=1))
@@ -117,10 +110,8 @@ def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool) -> None:
 
 def build_pipeline_cli(job, ipus: int, objective: str, out_dir: Path, report, as_json: bool) -> None:
     from .pipeline.build import build_pipeline
-    from .pipeline.solve import PipelineJob
-    from .target import load_target
-    load_target(job.target).with_ipus(ipus)
-    o, summary = build_pipeline(PipelineJob(job, ipus, objective_of(objective)), out_dir, report)
+    from .pipeline.solve import pipeline_job
+    o, summary = build_pipeline(pipeline_job(job, ipus, objective), out_dir, report)
     code = cli_common.decided(o.verdict.exit_code)
     if as_json:
         print(json.dumps({"verdict": o.verdict.value, "package": summary}, indent=1))

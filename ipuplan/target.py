@@ -190,7 +190,6 @@ class Target:
     reduction_bytes_per_cycle: int
     patch: dict[str, int]
     link: Link | None = None
-    ipus: int = 1  # chips in a pipeline (`--ipus`); every other field describes one of them
     path: str = ""
     locs: dict[str, Loc] = field(default_factory=dict, compare=False, repr=False, hash=False)
 
@@ -208,18 +207,16 @@ class Target:
         return self.memory_map.fixed_bytes + self.memory_map.code_window_bytes
 
     def __hash__(self) -> int:
-        return hash((self.name, self.tiles, self.sram_bytes, self.region0_bytes, self.path, self.ipus))
+        return hash((self.name, self.tiles, self.sram_bytes, self.region0_bytes, self.path))
 
-    def with_ipus(self, ipus: int, where: str = "--ipus") -> "Target":
-        """The same chips, `ipus` of them in a pipeline; more than one needs the target's `link` section."""
-        import dataclasses
+    def require_link(self, ipus: int, where: str = "--ipus") -> None:
+        """Raise unless `ipus` of these chips make a pipeline: 1..64 of them, more than one over the `link`."""
         if not 1 <= ipus <= 64:
             raise TargetError(where, None, f"{ipus} is out of range", "valid: 1..64")
         if ipus > 1 and self.link is None:
             raise TargetError(self.path, "link", f"{self.name} declares no link between chips, so it has no "
                               f"pipeline of {ipus}", "add a `link:` section (bytes_per_second, crossings, "
                               "sync_cycles, source) or use --ipus 1")
-        return dataclasses.replace(self, ipus=ipus)
 
 
 def _memory_map(node: Node, base_locs: dict) -> MemoryMap:

@@ -50,7 +50,7 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
         return False, lines, f"{beside} is not the plan this package was built from (sha256 differs)"
     from ..model.stage import Stage
     try:
-        stage = Stage.from_record(plan["stage"], plan["layers"], "plan.stage") if "stage" in plan else None
+        stage = Stage.in_doc(plan, plan["layers"], "plan")
     except InputError as e:
         return False, lines, f"the package's plan: {e}"
     graph = build_graph(spec, plan["batch"], stage)

@@ -17,6 +17,7 @@ SAME = ("model", "target", "batch", "layers", "precision", "fuse_qkv", "fp8_scal
 
 
 def _link_cycles(target, nbytes: int) -> int:
+    """A boundary transfer from the target file's link figures (the checker's own arithmetic, not target.Link's)."""
     lk = target.link
     return lk.sync_cycles + -(-lk.crossings * nbytes * target.clock_hz // lk.bytes_per_second)
 

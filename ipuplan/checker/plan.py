@@ -127,7 +127,7 @@ def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None
             raise Invalid(f"{what}.fp8_scales: is not a mapping of GEMM to [x scale, w scale]")
         spec = load_model(files["model"]).with_options(layers=layers, precision=precision, fuse_qkv=fuse,
                                                        fp8_scales=scales or None)
-        stage = Stage.from_record(doc["stage"], layers, f"{what}.stage") if "stage" in doc else None
+        stage = Stage.in_doc(doc, layers, what)
         return build_graph(spec, batch, stage), load_target(files["target"])
     except Invalid as e:
         rep.fail(str(e))

@@ -52,6 +52,11 @@ class Stage:
         return Stage(first, count, first == 0, first + count == layers).check(layers)
 
     @staticmethod
+    def in_doc(doc: dict, layers: int, where: str) -> "Stage | None":
+        """The stage an artefact (plan, manifest) records, None for a whole model."""
+        return Stage.from_record(doc["stage"], layers, f"{where}.stage") if "stage" in doc else None
+
+    @staticmethod
     def from_record(rec, layers: int, where: str) -> "Stage":
         keys = {"first": int, "count": int, "stem": bool, "head": bool}
         if not isinstance(rec, dict) or set(rec) != set(keys) or not all(

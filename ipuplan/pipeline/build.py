@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..model.build import STAGE_INPUT, STAGE_OUTPUT
+from ..model.stage import Stage
 from ..package.build import PACKAGE, package_solved
 from ..package.pipeline import PLAN, write_pipeline_package
 from ..plan import sha256
@@ -30,7 +31,7 @@ def build_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None]
     progs: dict = {}
     members, stages = {}, []
     for i, (d, result, doc) in enumerate(o.stages):
-        key = tuple(doc["stage"][k] for k in ("count", "stem", "head"))
+        key = Stage(**doc["stage"]).problem
         summary, progs[key] = package_solved(result, doc, d, report, prog=progs.get(key))
         name = f"stage-{i}.ipupkg"
         members[name] = d / PACKAGE

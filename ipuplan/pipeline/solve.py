@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..artefacts import copy_inputs, staged
+from ..errors import InputError
 from ..formats import PIPELINE
-from ..model import load_model
+from ..model import build_graph, load_model
 from ..model.build import STAGE_OUTPUT
 from ..model.stage import Stage
 from ..plan import write_json
@@ -40,7 +41,6 @@ class Objective(Enum):
 
 def objective(name: str) -> Objective:
     """The --objective option as the enum (bad input: exit 2 naming what is valid)."""
-    from ..errors import InputError
     try:
         return Objective(name)
     except ValueError:
@@ -53,6 +53,12 @@ class PipelineJob:
     ipus: int
     objective: Objective = Objective.THROUGHPUT
     max_moves: int = 8  # partitions tried while a stage fails, then boundary moves tried after a plan
+
+
+def pipeline_job(job: Job, ipus: int, objective_name: str) -> PipelineJob:
+    """The command line's and the API's pipeline job, its options checked before any work (bad input: exit 2)."""
+    load_target(job.target).require_link(ipus)
+    return PipelineJob(job, ipus, objective(objective_name))
 
 
 @dataclass
@@ -71,7 +77,8 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
     t0 = time.perf_counter()
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
                                               fp8_scales=job.fp8_scales)
-    target = load_target(job.target).with_ipus(pj.ipus)
+    target = load_target(job.target)
+    target.require_link(pj.ipus)
     chain = greedy_chain(spec, job.batch, target, job.options.support_reserve)
     head = {"format": PIPELINE, "ipus": pj.ipus, "objective": pj.objective.value,
             "search": {"seed": job.options.seed, "effort": job.options.effort},
@@ -82,7 +89,6 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
                                              f"at least {chain.fewest} chips"))
         return _infeasible(pj, spec, target, chain, head, out_dir, t0)
     if pj.ipus > spec.layers:
-        from ..errors import InputError
         raise InputError("--ipus", None, f"{pj.ipus} chips for {spec.layers} layers", f"valid: 1..{spec.layers} "
                          "(every stage holds at least one layer)")
     solved = {} if solved is None else solved  # (count, stem, head) -> SolvedJob
@@ -100,8 +106,10 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
         return solved[st.problem]
 
     tried: list[dict] = []
-    link = target.link.cycles(boundary_bytes(spec, job.batch), target.clock_hz) if pj.ipus > 1 else 0
     n, L = pj.ipus, spec.layers
+    # what every stage but the last hands on, and its transfer
+    boundary = build_graph(spec, job.batch, Stage.of(0, 1, L)).value(STAGE_OUTPUT) if n > 1 else None
+    link = target.link.cycles(boundary.nbytes, target.clock_hz) if n > 1 else 0
     # the fewest layers a stage of each kind (stem, head) was seen to fail with, less one: where the search looks
     caps: dict[tuple[bool, bool], int] = {}
     kinds = [(i == 0, i == n - 1) for i in range(n)]
@@ -141,7 +149,7 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
     head["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if best["score"][0]:
         return _unknown(pj, spec, target, head, out_dir, best, tried)
-    return _fit(pj, spec, target, head, out_dir, best, stage_problem)
+    return _fit(pj, spec, target, head, out_dir, best, stage_problem, boundary, link)
 
 
 def _evaluate(part: Partition, stage_problem, link: int, objective: Objective, tried: list) -> dict:
@@ -184,16 +192,10 @@ def _why(r) -> str | None:
     return r.reason or r.verdict.value
 
 
-def boundary_bytes(spec, batch: int) -> int:
-    """The residual stream one stage hands the next: batch x tokens x width F16."""
-    return batch * spec.tokens * spec.width * 2
-
-
-def _fit(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, stage_problem) -> Outcome:
+def _fit(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, stage_problem, boundary,
+         link: int) -> Outcome:
     part: Partition = best["partition"]
     stages, written = [], []
-    link = target.link
-    nbytes = boundary_bytes(spec, pj.job.batch)
     for i, st in enumerate(part.stages()):
         d = out_dir / f"stage-{i}"
         s = stage_problem(st)
@@ -203,9 +205,8 @@ def _fit(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, s
                             f"stage {i} ({st.label()}): {r.reason or r.verdict.value}")
         written.append((d, r, s.doc))
         cyc = s.doc["cycles"]["modeled"]
-        out = None if st.head else {"value": STAGE_OUTPUT, "shape": [pj.job.batch, spec.tokens, spec.width],
-                                    "dtype": "f16", "bytes": nbytes,
-                                    "link_cycles": link.cycles(nbytes, target.clock_hz)}
+        out = None if st.head else {"value": boundary.name, "shape": list(boundary.shape),
+                                    "dtype": boundary.dtype.short, "bytes": boundary.nbytes, "link_cycles": link}
         stages.append({"index": i, "dir": f"stage-{i}", "stage": st.record(), "cycles": cyc,
                        "ms": round(cyc / target.clock_hz * 1e3, 6), "gap": s.doc["cycles"].get("gap"),
                        "output": out})

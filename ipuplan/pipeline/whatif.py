@@ -37,7 +37,7 @@ def fewest_ipus(job, out: Path, report=None, cap: int = 8, objective: Objective 
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
                                               fp8_scales=job.fp8_scales)
     target = load_target(job.target)
-    chain = greedy_chain(spec, job.batch, target.with_ipus(1), job.options.support_reserve)
+    chain = greedy_chain(spec, job.batch, target, job.options.support_reserve)
     res: dict = {"kind": "ipus", "bound_fewest": chain.fewest, "probes": {}, "fewest_fit": None}
     if chain.fewest is None:
         res["note"] = "one layer alone (with its stem or head) exceeds a chip: no number of chips holds it"

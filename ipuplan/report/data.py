@@ -141,8 +141,7 @@ def _step_names(plan: dict, base: Path | None = None) -> list[str] | None:
             layers=plan["layers"], precision=plan.get("precision"), fuse_qkv=plan.get("fuse_qkv"),
             fp8_scales=plan.get("fp8_scales") or None)
         from ..model.stage import Stage
-        stage = Stage.from_record(plan["stage"], plan["layers"], "plan.stage") if "stage" in plan else None
-        return build_schedule(build_graph(spec, plan["batch"], stage)).steps
+        return build_schedule(build_graph(spec, plan["batch"], Stage.in_doc(plan, plan["layers"], "plan"))).steps
     except Exception:  # the model file moved: steps are shown by number
         return None
 

@@ -72,7 +72,7 @@ def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = N
     pk = open_package(package, progress)
     if pk.stage is not None:
         raise InputError(str(package), None, f"is one stage of a pipeline ({pk.stage.label()})",
-                              "run the pipeline's .ipupipe artefact, which hands each stage its input")
+                         "run the pipeline's .ipupipe artefact, which hands each stage its input")
     patches = pack_patches(pixels, pk.spec)
     if patches.shape[0] != pk.manifest["batch"]:
         raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images",
@@ -108,7 +108,7 @@ def open_package(package: str | Path, progress=None) -> Loaded:
             fp8_scales=m.get("fp8_scales") or None)
         tgt = load_target(str(d / sources.LAYOUT["target"]))
         plan = json.loads((d / sources.LAYOUT["plan"]).read_text())
-    stage = Stage.from_record(m["stage"], m["layers"], "manifest.stage") if "stage" in m else None
+    stage = Stage.in_doc(m, m["layers"], "manifest")
     return Loaded(dev, m, spec, tgt, plan, build_graph(spec, m["batch"], stage), stage)
 
 
