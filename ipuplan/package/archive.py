@@ -77,30 +77,39 @@ def _member(z: zipfile.ZipFile, name: str, data: bytes) -> None:
     z.writestr(info, data, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
 
 
+def open_manifest(path: Path, fmt: str, kind: str = "package") -> tuple[zipfile.ZipFile, dict]:
+    """A zip artefact (a package, a pipeline package) and its manifest, once the manifest matches `digest.txt` and
+    names format `fmt`; anything else is a PackageError naming what is wrong."""
+    try:
+        z = zipfile.ZipFile(path)
+        names = set(z.namelist())
+        if MANIFEST not in names or DIGEST not in names:
+            raise PackageError(path, f"not an ipuplan {kind} (no {MANIFEST} or {DIGEST})")
+        raw = z.read(MANIFEST)
+        whole = z.read(DIGEST).decode(errors="replace").strip()
+    except FileNotFoundError:
+        raise PackageError(path, "no such file") from None
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as e:
+        raise PackageError(path, f"not a readable {kind} ({_short(e)}); truncated or corrupted") from None
+    if hashlib.sha256(raw).hexdigest() != whole:
+        raise PackageError(path, f"the manifest does not match the {kind} digest")
+    try:
+        manifest = json.loads(raw)
+    except ValueError as e:
+        raise PackageError(path, f"manifest is not JSON ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != fmt:
+        raise PackageError(path, f"format {manifest.get('format') if isinstance(manifest, dict) else None!r} "
+                           f"is not {fmt}")
+    return z, manifest
+
+
 class Archive:
     """A read, digest-checked package: `manifest` and `array(name)` (int64 for integers)."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        try:
-            self.zip = zipfile.ZipFile(self.path)
-            names = set(self.zip.namelist())
-            if MANIFEST not in names or DIGEST not in names:
-                raise PackageError(self.path, f"not an ipuplan package (no {MANIFEST} or {DIGEST})")
-            raw = self.zip.read(MANIFEST)
-            whole = self.zip.read(DIGEST).decode(errors="replace").strip()
-        except FileNotFoundError:
-            raise PackageError(self.path, "no such file") from None
-        except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, zlib.error) as e:
-            raise PackageError(self.path, f"not a readable package ({_short(e)}); truncated or corrupted") from None
-        if hashlib.sha256(raw).hexdigest() != whole:
-            raise PackageError(self.path, "the manifest does not match the package digest")
-        try:
-            self.manifest = json.loads(raw)
-        except ValueError as e:
-            raise PackageError(self.path, f"manifest is not JSON ({e})") from None
-        if self.manifest.get("format") != FORMAT:
-            raise PackageError(self.path, f"format {self.manifest.get('format')!r} is not {FORMAT}")
+        self.zip, self.manifest = open_manifest(self.path, FORMAT)
+        names = set(self.zip.namelist())
         missing = sorted(set(self.manifest["members"]) - names)
         if missing:
             raise PackageError(self.path, f"member {missing[0]} is missing")

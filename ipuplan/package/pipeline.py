@@ -5,16 +5,13 @@ manifest's own digest in `digest.txt`. Reading checks the format and every diges
 from __future__ import annotations
 
 import hashlib
-import json
 import zipfile
 from pathlib import Path
 
 from ..formats import canonical
-from .archive import PackageError
+from .archive import DIGEST, MANIFEST, PackageError, open_manifest
 
 FORMAT = "ipuplan-pipeline-package/1"
-MANIFEST = "manifest.json"
-DIGEST = "digest.txt"
 PLAN = "pipeline.json"
 
 
@@ -38,20 +35,7 @@ class PipelinePackage:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        try:
-            self._zip = zipfile.ZipFile(self.path)
-            body = self._zip.read(MANIFEST)
-            whole = self._zip.read(DIGEST).decode().strip()
-        except (OSError, zipfile.BadZipFile, KeyError, UnicodeDecodeError) as e:
-            raise PackageError(self.path, f"not a readable pipeline package ({e})") from None
-        if hashlib.sha256(body).hexdigest() != whole:
-            raise PackageError(self.path, "manifest.json does not match digest.txt (altered after it was written)")
-        try:
-            self.manifest = json.loads(body)
-        except ValueError as e:
-            raise PackageError(self.path, f"manifest.json is not JSON ({e})") from None
-        if not isinstance(self.manifest, dict) or self.manifest.get("format") != FORMAT:
-            raise PackageError(self.path, f"not a pipeline package of format {FORMAT}")
+        self._zip, self.manifest = open_manifest(self.path, FORMAT, "pipeline package")
         members = self.manifest.get("members")
         if not isinstance(members, dict) or set(members) != set(self._zip.namelist()) - {MANIFEST, DIGEST}:
             raise PackageError(self.path, "the manifest's members are not the archive's")
