@@ -10,9 +10,11 @@ import dataclasses
 import json
 from pathlib import Path
 
+from ..checker import check_dir
 from ..checker.certificate import check_certificate
 from ..checker.pipeline import check_pipeline_dir
 from ..model import load_model
+from ..solver.driver import run_solve
 from ..target import load_target
 from .bound import greedy_chain
 from .solve import Objective, PipelineJob, run_pipeline
@@ -54,15 +56,11 @@ def fewest_ipus(job, out: Path, report=None, cap: int = 8, objective: Objective 
             report(f"ipus {chain.fewest - 1}: {o.verdict.value}, {res['below']['evidence']}")
     for n in range(chain.fewest, min(cap, spec.layers) + 1):
         d = out / f"ipus-{n}"
-        o = run_pipeline(PipelineJob(job, n, objective), d, report, solved) if n > 1 else None
-        if o is None:  # one chip: the ordinary solve
-            from ..solver.driver import run_solve
-            from ..checker import check_dir
-            r, doc = run_solve(job, d)
-            verdict = doc["verdict"]
-            ev = ("plan and placement checked" if verdict == "FIT" and check_dir(d).ok else verdict)
+        if n == 1:  # the ordinary solve
+            verdict = run_solve(job, d)[1]["verdict"]
+            ev = "plan and placement checked" if verdict == "FIT" and check_dir(d).ok else verdict
         else:
-            verdict = o.verdict.value
+            verdict = run_pipeline(PipelineJob(job, n, objective), d, report, solved).verdict.value
             ev = _verify(d, verdict)
         res["probes"][str(n)] = verdict
         if report:

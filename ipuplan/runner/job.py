@@ -67,18 +67,23 @@ def package_spec(package: str | Path):
 def run_package(package: str | Path, pixels: np.ndarray, weights: str | None = None, seed: int = 0,
                 compare: bool = False, progress: Callable[[str, int, int], None] | None = None,
                 faithful: bool = True) -> RunResult:
-    from ..model.host import pack_patches
     from ..model.weights import load_weights, random_weights
     pk = open_package(package, progress)
     if pk.stage is not None:
         raise InputError(str(package), None, f"is one stage of a pipeline ({pk.stage.label()})",
                          "run the pipeline's .ipupipe artefact, which hands each stage its input")
-    patches = pack_patches(pixels, pk.spec)
-    if patches.shape[0] != pk.manifest["batch"]:
-        raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images",
-                              f"the package runs batch {pk.manifest['batch']}")
+    patches = batch_patches(pixels, pk.spec, pk.manifest["batch"], "package")
     w = load_weights(weights, pk.graph, pk.spec) if weights else random_weights(pk.graph, pk.spec, seed)
     return execute(pk, {"patches": patches}, w, compare, progress, faithful, fp32=compare)
+
+
+def batch_patches(pixels: np.ndarray, spec, batch: int, what: str) -> np.ndarray:
+    """The pixels as the model's patches, if they hold the batch the `what` (package, pipeline) runs."""
+    from ..model.host import pack_patches
+    patches = pack_patches(pixels, spec)
+    if patches.shape[0] != batch:
+        raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images", f"the {what} runs batch {batch}")
+    return patches
 
 
 @dataclasses.dataclass

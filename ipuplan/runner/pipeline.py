@@ -12,9 +12,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import ArrayInputError
 from ..package.pipeline import PipelinePackage
-from .job import RunResult, _cos, execute, open_package
+from .job import RunResult, _cos, batch_patches, execute, open_package
 
 
 @dataclasses.dataclass
@@ -40,7 +39,6 @@ def run_pipeline_package(path: str | Path, pixels: np.ndarray, weights: str | No
                          compare: bool = False, progress: Callable[[str, int, int], None] | None = None
                          ) -> PipelineRun:
     from ..model import build_graph
-    from ..model.host import pack_patches
     from ..model.weights import load_weights, random_weights
     from ..reference import Mode, Policy, run_graph
     pp = PipelinePackage(path)
@@ -56,10 +54,7 @@ def run_pipeline_package(path: str | Path, pixels: np.ndarray, weights: str | No
                 spec, tgt = pk.spec, pk.target
                 g_whole = build_graph(spec, m["batch"])
                 whole = load_weights(weights, g_whole, spec) if weights else random_weights(g_whole, spec, seed)
-                patches = pack_patches(pixels, spec)
-                if patches.shape[0] != m["batch"]:
-                    raise ArrayInputError("--pixels", None, f"holds {patches.shape[0]} images",
-                                          f"the pipeline runs batch {m['batch']}")
+                patches = batch_patches(pixels, spec, m["batch"], "pipeline")
                 inputs = {"patches": patches}
             else:
                 inputs = {m["bindings"][i - 1]["input"]: x}
