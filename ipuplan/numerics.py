@@ -37,9 +37,10 @@ def to_bits(x: np.ndarray, d: DType) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(x, np.float32).astype(_NP[d])).view(np.uint8)
 
 
-def gemm(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
+def gemm(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int, init: np.ndarray | None = None) -> np.ndarray:
     """x[..., K] @ w[K, N] as the AMP computes it: each run of `chunk` products summed exactly, rounded to
     the accumulator `acc`, and the rounded partials added in order in `acc` (round after every add).
+    `init` ([..., N], values of `acc`): an accumulator the AMP continues from instead of starting empty.
 
     Operands must be F16 or FP8 values (float32 arrays). Their products and sums of up to 2^20 of them are
     exact in float64, so the only roundings are the accumulator's.
@@ -50,27 +51,33 @@ def gemm(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
     w2 = np.asarray(w, np.float64)
     if acc not in (DType.F16, DType.F32):
         raise ValueError(f"accumulator must be f16 or f32, not {acc.short}")
+    i2 = None if init is None else np.asarray(init, np.float64).reshape(-1, w2.shape[1])
     if k == 0:
-        return np.zeros(lead + (w.shape[1],), np.float32)
+        return np.zeros(lead + (w.shape[1],), np.float32) if init is None else i2.astype(np.float32).reshape(
+            lead + (w.shape[1],))
     # row blocks whose accumulators stay in cache across the k chunks (every element's rounding is its own)
     blk = max(8, ROW_BLOCK_ELEMENTS // max(1, w2.shape[1]))
     out = np.empty((x2.shape[0], w2.shape[1]), np.float32)
     for r0 in range(0, x2.shape[0], blk):
         xb = x2[r0:r0 + blk]
-        out[r0:r0 + blk] = _accumulate((xb[:, k0:k0 + chunk] @ w2[k0:k0 + chunk] for k0 in range(0, k, chunk)), acc)
+        out[r0:r0 + blk] = _accumulate((xb[:, k0:k0 + chunk] @ w2[k0:k0 + chunk] for k0 in range(0, k, chunk)), acc,
+                                       None if i2 is None else i2[r0:r0 + blk])
     return out.reshape(lead + (w.shape[1],))
 
 
 ROW_BLOCK_ELEMENTS = 1 << 18  # float64 accumulator elements per row block (2 MiB)
 
 
-def _accumulate(parts, acc: DType) -> np.ndarray | None:
-    """Exact float64 chunk sums, each rounded to `acc` and added in order with a rounding after every add.
+def _accumulate(parts, acc: DType, init: np.ndarray | None = None) -> np.ndarray | None:
+    """Exact float64 chunk sums, each rounded to `acc` and added in order with a rounding after every add
+    (after `init`, when given: values of `acc` the first chunk is added to).
     An F32 accumulator adds in float32: IEEE float32 addition of float32 values equals the float64 sum rounded
     to float32 (binary64 has more than 2 x 24 + 2 bits, so double rounding is innocuous); an F16 accumulator
     adds in float64 (exact for two float16 values) and rounds to float16 (`_round_f16`, compiled and
     branch-free: one pass per chunk instead of four numpy conversions)."""
     out = None
+    if init is not None:  # a copy: the caller's accumulator is not written
+        out = np.array(init, np.float32 if acc is DType.F32 else np.float64)
     if acc is DType.F32:
         for part in parts:
             p = part.astype(np.float32)
@@ -127,28 +134,31 @@ def _add_f16(acc, part) -> None:
         acc[i] = _round_f16(acc[i] + _round_f16(part[i]))
 
 
-def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
-    """`gemm` for a batch: x [V, M, K] @ w [V, K, N], every element rounded exactly as `gemm` rounds it."""
+def gemm_batched(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int, init: np.ndarray | None = None) -> np.ndarray:
+    """`gemm` for a batch: x [V, M, K] @ w [V, K, N] (continuing from `init` [V, M, N] when given), every
+    element rounded exactly as `gemm` rounds it."""
     x2 = np.asarray(x, np.float64)
     w2 = np.asarray(w, np.float64)
     out = _accumulate((np.matmul(x2[..., k0:k0 + chunk], w2[..., k0:k0 + chunk, :])
-                       for k0 in range(0, x2.shape[-1], chunk)), acc)
+                       for k0 in range(0, x2.shape[-1], chunk)), acc, init)
     if out is None:
         return np.zeros(x2.shape[:-1] + (w2.shape[-1],), np.float32)
     return out
 
 
 def gemm_groups(xu: np.ndarray, xinv: np.ndarray, wu: np.ndarray, winv: np.ndarray, acc: DType,
-                chunk: int) -> np.ndarray:
+                chunk: int, init: np.ndarray | None = None) -> np.ndarray:
     """`gemm_batched` of x = xu[xinv] and w = wu[winv] (operands replicated over a grid, each distinct one held
-    once): each distinct right operand multiplied once with the stacked rows of every x that uses it. The same
-    bits as `gemm`."""
+    once), continuing from `init` [V, M, N] when given: each distinct right operand multiplied once with the
+    stacked rows of every x that uses it. The same bits as `gemm`."""
     xu, wu = np.asarray(xu, np.float64), np.asarray(wu, np.float64)  # the distinct operands, converted once
     if len(wu) * 2 > len(winv):
-        return gemm_batched(xu[xinv], wu[winv], acc, chunk)
+        return gemm_batched(xu[xinv], wu[winv], acc, chunk, init)
     V, M, K = len(xinv), xu.shape[1], xu.shape[2]
-    out = np.empty((V, M, wu.shape[2]), np.float32)
+    N = wu.shape[2]
+    out = np.empty((V, M, N), np.float32)
     for u in range(len(wu)):
         sel = np.flatnonzero(winv == u)
-        out[sel] = gemm(xu[xinv[sel]].reshape(-1, K), wu[u], acc, chunk).reshape(len(sel), M, wu.shape[2])
+        start = None if init is None else np.asarray(init)[sel].reshape(-1, N)
+        out[sel] = gemm(xu[xinv[sel]].reshape(-1, K), wu[u], acc, chunk, start).reshape(len(sel), M, N)
     return out

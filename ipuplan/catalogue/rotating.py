@@ -10,7 +10,9 @@ Between steps every cell sends its x shard to the previous cell of its row's rin
 previous cell of its column's ring, one run each (one exchange superstep per shift, r - 1 in all). Shards
 alternate between the operands' own buffers (the exchanged x, the staged w: read once, then free) and one
 shard buffer each; every shard is padded to the largest slice so that any of them fits either buffer.
-Weights are staged into their skewed shards from spread or blocks homes.
+Weights are staged into their skewed shards from spread or blocks homes. In the in-place catalogue an FP8
+matmul keeps its running sum in its F16 output buffer (codelets.gemm.ACCUMULATE_OUT; the target accumulates
+FP8 in F16) instead of an F32 accumulator beside it.
 """
 
 from __future__ import annotations
@@ -123,7 +125,8 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
     n = wv.shape[1]
     fp8 = xv.dtype.is_fp8
     xe, we = xv.dtype.itemsize, wv.dtype.itemsize
-    amp = gemm.ACCUMULATE[fp8]
+    in_place = fp8 and ctx.in_place
+    amp = gemm.ACCUMULATE_OUT if in_place else gemm.ACCUMULATE[fp8]
     cg = grain(we)
     c16 = 0 if cg == grain(2) else cg
     impls = []
@@ -142,14 +145,14 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
         ends = (f"{xref.key} -> {sop.key}[0] (exchanged copy)", f"{wref.key} (staged)")
         internal = shifts(ctx, sop.key, ends, xlay, wlay, out, r)
         extra = sum(round_cycles(tg, s.transfers) for s in internal)
-        bufs = (Buf("accumulator", acc, Life.COMPUTE),
-                Buf("x shards", per_block(out, int(xlay.block_bytes().max()), IL), Life.COMPUTE),
-                Buf("w shards", per_block(out, int(wlay.block_bytes().max()), IL), Life.COMPUTE))
-        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": 1, "rotate": r}
+        bufs = (() if in_place else (Buf("accumulator", acc, Life.COMPUTE),)) + (
+            Buf("x shards", per_block(out, int(xlay.block_bytes().max()), IL), Life.COMPUTE),
+            Buf("w shards", per_block(out, int(wlay.block_bytes().max()), IL), Life.COMPUTE))
+        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": 1, "rotate": r} | ({"accumulate": "out"} if in_place else {})
 
         def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=bufs, internal=internal, extra=extra, pm=pm, pn=pn, r=r):
             desc = tuple(descriptors(ctx, out, amp) for _ in range(r))
-            lab = f"rotating {pm}x{pn} r{r} weights staged" + home_label(f)
+            lab = f"rotating {pm}x{pn} r{r}{' in place' if in_place else ''} weights staged" + home_label(f)
             return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + desc, cyc, (amp.name,), r, internal, extra)
         # weights rotate out of their staged shards (the staged copy is overwritten as a shard buffer)
         impls += [im for im in variants(ctx, uses, base, make) if im.fields["params"] == ParamMode.STAGED.value]

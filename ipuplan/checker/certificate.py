@@ -141,7 +141,8 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
         rep.fail("the certificate's candidates are not this version's catalogue for this instance")
         return
     sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
-                     where=f"{W}: candidates", whole_rows=kind_of_catalogue != "grid")
+                     where=f"{W}: candidates", whole_rows=kind_of_catalogue != "grid",
+                     in_place=kind_of_catalogue == "inplace")
     lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
     steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
     rows = []

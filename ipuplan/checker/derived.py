@@ -44,8 +44,9 @@ def shape_of(kind, key, g, params, index):
 class Ctx:
     """What every rule needs: the program, the target, the batch, the parameter counts."""
 
-    def __init__(self, g, prog, index, target, batch):
+    def __init__(self, g, prog, index, target, batch, in_place: bool = False):
         self.g, self.prog, self.index, self.target, self.batch = g, prog, index, target, batch
+        self.in_place = in_place  # the catalogue links the in-place accumulating GEMM
         self.T = target.tiles
 
     def descriptors(self, grid: dict, codelet, patched: int) -> tuple:

@@ -14,6 +14,7 @@ import numpy as np
 import ipuplan.codelets as cl
 from ..codelets.base import DTYPE_CODE
 from ..ir.graph import OpKind, Role
+from .plan import ROTATING_CATALOGUES
 
 
 class Mismatch(Exception):
@@ -43,7 +44,7 @@ def _compare(prog, m, plan, placement, graph, target, derived) -> None:
     runs = _run_words(prog, target)
     _tables(prog, target, derived.tables, runs)
     _descriptors(prog, placement, target, derived.tables, runs)
-    _program(prog, target, derived.op_kinds, plan.get("options", {}).get("catalogue") == "rotating")
+    _program(prog, target, derived.op_kinds, plan.get("options", {}).get("catalogue") in ROTATING_CATALOGUES)
     ops = _ops(graph)
     for s in _compute_sets(prog):
         _params(s, ops, plan)
@@ -390,6 +391,7 @@ EXPECT = {
     cl.gemm.REDUCE.name: ({OpKind.MATMUL}, _reduce, ()),
     cl.gemm.ACCUMULATE[False].name: ({OpKind.MATMUL}, _accumulate, ()),
     cl.gemm.ACCUMULATE[True].name: ({OpKind.MATMUL}, _accumulate, ()),
+    cl.gemm.ACCUMULATE_OUT.name: ({OpKind.MATMUL}, _accumulate, ()),
     cl.vector.LAYERNORM.name: ({OpKind.LAYERNORM}, _layernorm, (3,)),  # the column block's index
     cl.vector.LAYERNORM_STATS.name: ({OpKind.LAYERNORM}, lambda *_: {}, ()),
     cl.vector.ADD.name: ({OpKind.ADD}, lambda *_: {}, ()),
@@ -419,6 +421,14 @@ def _params(s, ops, plan) -> None:
             want = cl.attention.STREAMING if _choice(plan, s)["mode"] == "streaming" else cl.attention.MATERIALIZED
             if v.codelet != want.name:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan chose {want.name}")
+        acc_names = {c.name for c in cl.gemm.ACCUMULATE.values()} | {cl.gemm.ACCUMULATE_OUT.name}
+        if v.codelet in acc_names:
+            in_place = _choice(plan, s).get("accumulate") == "out"
+            want = cl.gemm.ACCUMULATE_OUT if in_place else cl.gemm.ACCUMULATE[g.value(op.inputs[0]).dtype.is_fp8]
+            if v.codelet != want.name:
+                raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan's rotating matmul "
+                               f"{'accumulates in its output' if in_place else 'keeps an F32 accumulator'} "
+                               f"({want.name})")
         for family in (cl.gemm.GEMM, cl.gemm.ACCUMULATE):
             fp8 = g.value(op.inputs[0]).dtype.is_fp8 if op is not None else False
             if v.codelet in (family[False].name, family[True].name) and v.codelet != family[fp8].name:

@@ -81,13 +81,14 @@ class Limits:
         else:
             budget = target.exchange_table_bytes_max
         boolean(o, "relays", f"{where}.options")
-        rotating = catalogue_of(o, where) == "rotating"
+        cat = catalogue_of(o, where)
+        rotating, in_place = cat in ROTATING_CATALOGUES, cat == "inplace"
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
         else:
             mm = target.memory_map
-            support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target, rotating) - mm.code_window_bytes)
+            support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target, rotating, in_place) - mm.code_window_bytes)
                        + codelets.program_bytes(target, kinds, rotating))
         headroom = integer(o, "headroom", f"{where}.options", 0, usable - 1)  # as `solve` accepts it
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
@@ -95,12 +96,15 @@ class Limits:
                    target.memory_map.table_guard_bytes)
 
 
+ROTATING_CATALOGUES = ("rotating", "inplace")  # the spaces that offer rotating matmuls and ring attention
+
+
 def catalogue_of(options: dict, where: str) -> str:
-    """The recorded implementation space ("rotating", "shaped" or "grid"; absent: "grid", which artefacts older
-    than the option were made with)."""
+    """The recorded implementation space ("inplace", "rotating", "shaped" or "grid"; absent: "grid", which
+    artefacts older than the option were made with)."""
     if "catalogue" not in options:
         return "grid"
-    return one_of(options, "catalogue", f"{where}.options", ("rotating", "shaped", "grid"))
+    return one_of(options, "catalogue", f"{where}.options", ("inplace", "rotating", "shaped", "grid"))
 
 
 def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None):
@@ -186,7 +190,7 @@ def _check(plan, rep: CheckReport, placement=None, base: Path | None = None) -> 
     if not isinstance(options, dict):
         raise Invalid(f"{W}.options: is not a mapping")
     sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices",
-                     whole_rows=catalogue_of(options, W) != "grid")
+                     whole_rows=catalogue_of(options, W) != "grid", in_place=catalogue_of(options, W) == "inplace")
     ops, nsteps, steps = sp.prog.ops, sp.prog.nsteps, sp.prog.steps
     lim = Limits.derive(target, get(plan, "options", W), [o.op.kind for o in ops], W)
     relays = _relays(plan, W)

@@ -7,7 +7,8 @@ are balanced whole AMP micro-blocks, each stored at the widest slice's width (x 
 slice fits any shard buffer. A shift sends every cell's x shard to cell (i, j - 1) of its ring of r columns
 and its w shard to cell (i - 1, j) of its ring of r rows, one run of the stored rows each; the shard for
 step t sits in the operand's own buffer (x's exchanged copy, w's staged copy) when t is even, else in the
-op's shard buffer."""
+op's shard buffer. `accumulate: "out"` (FP8 operands, a target accumulating FP8 in F16, a catalogue that links
+the in-place codelet): the running sum lives in the output buffer, no accumulator."""
 
 from __future__ import annotations
 
@@ -56,13 +57,19 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
         d.params.append((o.reads[2][2], canonical(L(1, n, 2, 1, pn, replicas=pm, col_stride=1, rep_stride=pn,
                                                    col_grain=c16)), "staged", None))
     homes(ch, path, d)
-    acc = canonical(L(m, n, 4, pm, pn, row_stride=pn, col_stride=1, row_groups=g, mem="il", col_grain=cg))
-    d.bufs += [("accumulator", acc, "compute"),
-               ("x shards", per_block(out, int(block_bytes(x).max()), "il"), "compute"),
+    in_place = "accumulate" in ch and one_of(ch, "accumulate", path, ("out",)) == "out"
+    if in_place and not (fp8 and cx.target.accumulation["f8"] == "f16" and cx.in_place):
+        raise Invalid(f"{path}.accumulate: a running sum in the F16 output needs FP8 operands "
+                      f"({'FP8' if fp8 else 'F16'} here), a target accumulating FP8 in F16 "
+                      f"({cx.target.accumulation['f8']} here) and the inplace catalogue")
+    if not in_place:
+        acc = canonical(L(m, n, 4, pm, pn, row_stride=pn, col_stride=1, row_groups=g, mem="il", col_grain=cg))
+        d.bufs.append(("accumulator", acc, "compute"))
+    d.bufs += [("x shards", per_block(out, int(block_bytes(x).max()), "il"), "compute"),
                ("w shards", per_block(out, int(block_bytes(w).max()), "il"), "compute")]
-    d.bufs += [cx.descriptors(out, gemm.ACCUMULATE[fp8], 0)] * r
+    d.bufs += [cx.descriptors(out, gemm.ACCUMULATE_OUT if in_place else gemm.ACCUMULATE[fp8], 0)] * r
     d.rounds = _shifts(cx, o.key, xkey, wkey, x, w, out, r)
-    d.apart = [(a, b) for a in ("x", "x shards") for b in ("accumulator", "out")]
+    d.apart = [(a, b) for a in ("x", "x shards") for b in (("out",) if in_place else ("accumulator", "out"))]
     return d
 
 

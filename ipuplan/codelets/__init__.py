@@ -8,7 +8,8 @@ from ..target import Target
 from .base import Codelet, Cost, VectorCost, call_cycles, exchange_cost, patch_cycles
 from . import attention, gemm, vector
 
-ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, *gemm.ACCUMULATE.values(), attention.STREAMING, attention.MATERIALIZED,
+ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, *gemm.ACCUMULATE.values(), gemm.ACCUMULATE_OUT,
+                            attention.STREAMING, attention.MATERIALIZED,
                             attention.MERGE,
                             vector.LAYERNORM, vector.LAYERNORM_STATS, vector.ADD, vector.GELU, vector.CAST,
                             vector.COPY, vector.ROPE)
@@ -17,7 +18,8 @@ BY_NAME = {c.name: c for c in ALL}
 # What each codelet does to a group of its vertices (the runner's field access `v`, the numerics policy)
 EXECUTE = {gemm.GEMM[False].name: gemm.execute_gemm, gemm.GEMM[True].name: gemm.execute_gemm,
            gemm.REDUCE.name: gemm.execute_reduce, gemm.ACCUMULATE[False].name: gemm.execute_accumulate,
-           gemm.ACCUMULATE[True].name: gemm.execute_accumulate, attention.STREAMING.name: attention.execute_attention,
+           gemm.ACCUMULATE[True].name: gemm.execute_accumulate, gemm.ACCUMULATE_OUT.name: gemm.execute_accumulate_out,
+           attention.STREAMING.name: attention.execute_attention,
            attention.MATERIALIZED.name: attention.execute_attention, attention.MERGE.name: attention.execute_merge,
            vector.LAYERNORM.name: vector.execute_layernorm, vector.LAYERNORM_STATS.name: vector.execute_layernorm_stats,
            vector.ADD.name: vector.execute_add, vector.GELU.name: vector.execute_gelu, vector.CAST.name: vector.execute_cast,
@@ -72,11 +74,13 @@ def round_cycles(target: Target, trs) -> int:
     return transfers_cost(target, list(trs)).total + target.exchange_sync_cycles
 
 
-def code_bytes(target: Target, rotating: bool = False) -> int:
+def code_bytes(target: Target, rotating: bool = False, in_place: bool = False) -> int:
     """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses); the
-    accumulating GEMMs only in a catalogue that offers rotating matmuls."""
+    accumulating GEMMs only in a catalogue that offers rotating matmuls, the in-place one only in a catalogue
+    that offers in-place accumulation."""
     rot = {c.name for c in gemm.ACCUMULATE.values()}
-    return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if rotating or c.name not in rot)
+    skip = (set() if rotating else rot) | (set() if in_place else {gemm.ACCUMULATE_OUT.name})
+    return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if c.name not in skip)
 
 
 def program_bytes(target: Target, kinds, rotating: bool = False) -> int:

@@ -11,7 +11,11 @@ With pk > 1 every k-slice writes F32 partials, summed pairwise by a tree of exch
 codelets (one received partial at a time); the last round writes the F16 output with the bias.
 A rotating GEMM runs the accumulating variant once per k-slice its shards bring: the AMP's product of the
 slice, added by the workers into the cell's running F32 accumulator (at the reduction's measured rate);
-the last slice's epilogue writes the F16 output with the bias instead.
+the last slice's epilogue writes the F16 output with the bias instead. For FP8 operands on a target whose FP8
+accumulator is F16, the in-place variant keeps the running sum in the F16 output buffer itself: each step
+seeds the AMP's accumulator with it and continues the F16 accumulation the AMP would run over all of k
+(the same roundings as one pass over k in the rotation's order); the last step scales it and adds the bias
+in place.
 """
 
 from __future__ import annotations
@@ -44,6 +48,9 @@ REDUCE = Codelet("ReducePartialsF32", 512, ("partials", "received", "out", "bias
 ACCUMULATE = {fp8: Codelet(f"AmpGemmAcc{'F8' if fp8 else 'F16'}", 512, ("x", "w", "acc", "out", "bias"), params=5,
                            apart=(("x", "acc"), ("x", "out")), interleaved=("x", "w", "acc"))
               for fp8 in (False, True)}
+# the in-place variant: the running F16 sum in "out" (no accumulator field); params as ACCUMULATE's
+ACCUMULATE_OUT = Codelet("AmpGemmAccF8Out", 512, ("x", "w", "out", "bias"), params=5, apart=(("x", "out"),),
+                         interleaved=("x", "w", "out"))
 
 
 def k_multiple(fp8: bool) -> int:
@@ -90,9 +97,10 @@ def reduce_cycles(target: Target, m: int, n: int, pk: int) -> int:
 
 # --- semantics: what one vertex computes (the runner's vertices and the plan-faithful reference call these) ---
 
-def amp(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int) -> np.ndarray:
-    """x [., K] @ w [K, N] on the AMP: runs of `chunk` products exact, each rounded to `acc` and added in order."""
-    return gemm_numerics(x, w, acc, chunk)
+def amp(x: np.ndarray, w: np.ndarray, acc: DType, chunk: int, init: np.ndarray | None = None) -> np.ndarray:
+    """x [., K] @ w [K, N] on the AMP: runs of `chunk` products exact, each rounded to `acc` and added in order
+    (to the accumulator `init` when the AMP continues a sum)."""
+    return gemm_numerics(x, w, acc, chunk, init)
 
 
 def finish(y: np.ndarray, scale: int, bias: np.ndarray | None) -> np.ndarray:
@@ -135,6 +143,24 @@ def execute_accumulate(v, pol) -> None:
         y = add_partials(v.read("acc", "f32"), y)
     if not v.params[0, 2]:
         v.write("acc", y, "f32")
+        return
+    bias = v.read("bias", "f16") if v.used("bias") else None
+    v.write("out", finish(y, int(v.params[0, 0]), bias), "f16")
+
+
+def execute_accumulate_out(v, pol) -> None:
+    """AmpGemmAccF8Out: one k-slice's FP8 product accumulated in F16 onto the running sum in the output buffer
+    (the AMP seeded with it); the last step writes the F16 output (scaled, plus the bias) over it."""
+    acc = pol.accumulation["f8"]
+    if acc is not DType.F16:
+        raise ValueError(f"{ACCUMULATE_OUT.name} accumulates in the output's F16; this policy accumulates FP8 "
+                         f"in {acc.short}")
+    xdt, wdt = v.dtype(3, ("f143", "f152")), v.dtype(4, ("f143", "f152"))
+    (xu, xinv), (wu, inv) = v.read_unique("x", xdt), v.read_unique("w", wdt)
+    init = None if v.params[0, 1] else v.read("out", "f16")
+    y = gemm_groups(xu, xinv, wu, inv, acc, pol.chunk, init)
+    if not v.params[0, 2]:
+        v.write("out", y, "f16")  # F16 values: stored as they are
         return
     bias = v.read("bias", "f16") if v.used("bias") else None
     v.write("out", finish(y, int(v.params[0, 0]), bias), "f16")

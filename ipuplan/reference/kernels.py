@@ -42,16 +42,33 @@ def matmul(op: Op, ins, vals: list[Value], out: Value, pol) -> np.ndarray:
 
 def _rotated(x, w, xv: Value, ch: dict, acc: DType, chunk: int) -> np.ndarray:
     """Plan-faithful rotating matmul: k in r slices of whole AMP micro-blocks; output block (i, j) starts with
-    slice (i + j) mod r and adds the next slice of its ring at every step, in F32."""
+    slice (i + j) mod r and adds the next slice of its ring at every step: each slice's product added in F32,
+    or (accumulating in the output) the AMP's own accumulation continued from one slice into the next."""
     r = ch["rotate"]
     fp8 = xv.dtype.is_fp8
     kb = np.concatenate([[0], np.cumsum(balanced_grains(x.shape[-1], r, gemm.k_multiple(fp8)))])
-    parts = np.stack([gemm.amp(x[..., kb[q]:kb[q + 1]], w[kb[q]:kb[q + 1]], acc, chunk) for q in range(r)])
-    lead = parts.shape[1:-1]
-    parts = parts.reshape(r, -1, parts.shape[-1])
     out = Layout(**{**ch["output"], "mem": MemClass(ch["output"]["mem"])})
-    rb = np.searchsorted(out.row_bounds(), np.arange(parts.shape[1]), side="right") - 1
-    cb = np.searchsorted(out.col_bounds(), np.arange(parts.shape[2]), side="right") - 1
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    rb = np.searchsorted(out.row_bounds(), np.arange(x2.shape[0]), side="right") - 1
+    cb = np.searchsorted(out.col_bounds(), np.arange(w.shape[1]), side="right") - 1
+    if ch.get("accumulate") == "out":
+        # rows of row blocks i and columns of column blocks j with (i + j) = s (mod r) start at slice s:
+        # per row class and start, one chain of r slice products
+        y = np.empty((x2.shape[0], w.shape[1]), np.float32)
+        for ri in range(r):
+            rows = np.flatnonzero(rb % r == ri)
+            for s in range(r):
+                cols = np.flatnonzero(cb % r == (s - ri) % r)
+                if not len(rows) or not len(cols):
+                    continue
+                part = None
+                for t in range(r):
+                    q = (s + t) % r
+                    part = gemm.amp(x2[rows, kb[q]:kb[q + 1]], w[kb[q]:kb[q + 1]][:, cols], acc, chunk, part)
+                y[np.ix_(rows, cols)] = part
+        return y.reshape(*lead, -1)
+    parts = np.stack([gemm.amp(x2[:, kb[q]:kb[q + 1]], w[kb[q]:kb[q + 1]], acc, chunk) for q in range(r)])
     start = (rb[:, None] + cb[None, :]) % r
     rows, cols = np.arange(parts.shape[1])[:, None], np.arange(parts.shape[2])[None, :]
     y = parts[start, rows, cols]

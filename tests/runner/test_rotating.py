@@ -1,6 +1,7 @@
 """Rotating (compute-shift) matmuls and ring attention through the whole back half, on 64 tiles with every op that
-has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices) and pe-tiny (ring
-attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
+has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices), vit-small with FP8
+GEMMs in the inplace catalogue (running sums in the F16 outputs) and pe-tiny (ring attention over 4 key panels,
+RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
 k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
 the checker."""
@@ -34,13 +35,15 @@ def _rotating_only(monkeypatch, ring: int | None = None):
         monkeypatch.setitem(CATALOGUE, kind, only)
 
 
-def _build(tmp_path_factory, model: str, batch: int, pixels: tuple, *extra, ring: int | None = None):
+def _build(tmp_path_factory, model: str, batch: int, pixels: tuple, *extra, ring: int | None = None,
+           catalogue: str = "rotating"):
     mp = pytest.MonkeyPatch()
     _rotating_only(mp, ring)
     try:
-        d = tmp_path_factory.mktemp(model)
-        assert run_main("build", MODELS / f"{model}.yaml", "--target", SMALL, "--batch", str(batch), "--catalogue",
-                        "rotating", *extra, "-o", d) == 0
+        path = model if not isinstance(model, str) else MODELS / f"{model}.yaml"
+        d = tmp_path_factory.mktemp(path.stem)
+        assert run_main("build", path, "--target", SMALL, "--batch", str(batch), "--catalogue",
+                        catalogue, *extra, "-o", d) == 0
     finally:
         mp.undo()
     np.save(d / "pixels.npy", np.random.default_rng(5).standard_normal((batch, *pixels)).astype(np.float32))
@@ -50,6 +53,15 @@ def _build(tmp_path_factory, model: str, batch: int, pixels: tuple, *extra, ring
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     return _build(tmp_path_factory, "vit-small", 2, (3, 28, 28))
+
+
+@pytest.fixture(scope="module")
+def in_place(tmp_path_factory):
+    """vit-small with FP8 GEMMs in the inplace catalogue: every rotating matmul keeps its running sum in its output."""
+    import re
+    m = tmp_path_factory.mktemp("fp8") / "vit-small-fp8.yaml"
+    m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    return _build(tmp_path_factory, m, 2, (3, 28, 28), catalogue="inplace")
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +84,16 @@ def test_the_plan_rings_the_encoder_attention(ringed):
     assert c["ring"] == 4 and c["query_blocks"] % 4 == 0 and c["key_splits"] == 1
 
 
-@pytest.mark.parametrize("which", ["built", "ringed"])
+def test_the_inplace_plan_accumulates_every_fp8_rotation_in_its_output(in_place):
+    plan = json.loads((in_place / "plan.json").read_text())
+    rot = {k: c for k, c in plan["choices"].items() if c.get("rotate")}
+    assert {"encoder/qkv", "encoder/o", "encoder/fc1", "encoder/fc2"} <= set(rot)
+    assert all(c.get("accumulate") == "out" for c in rot.values())
+    placed = json.dumps(json.loads((in_place / "placement.json").read_text()))
+    assert "(accumulator)" not in placed and "(x shards)" in placed
+
+
+@pytest.mark.parametrize("which", ["built", "ringed", "in_place"])
 def test_package_checks_and_runs_bit_exact(which, request, cli):
     d = request.getfixturevalue(which)
     r = cli("check", d / "model.ipupkg")
@@ -90,6 +111,27 @@ def test_the_checker_refuses_a_tampered_rotation(built, cli, tmp_path, field, va
     shutil.copytree(built, d, ignore=shutil.ignore_patterns("*.ipupkg"))
     plan = json.loads((d / "plan.json").read_text())
     plan["choices"]["encoder/fc2"][field] = value
+    (d / "plan.json").write_text(json.dumps(plan))
+    r = cli("check", d)
+    assert r.code != 0 and says in r.out + r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("which,change,says", [
+    ("built", "out", "needs FP8 operands"),  # F16 operands accumulate in F32
+    ("in_place", "rotating", "the inplace catalogue"),  # the rotating catalogue's code has no in-place GEMM
+    ("in_place", None, "accumulate: 'F32' is invalid")])
+def test_the_checker_refuses_an_inplace_accumulation_where_it_does_not_hold(request, cli, tmp_path, which, change,
+                                                                             says):
+    import shutil
+    d = tmp_path / "plan"
+    shutil.copytree(request.getfixturevalue(which), d, ignore=shutil.ignore_patterns("*.ipupkg"))
+    plan = json.loads((d / "plan.json").read_text())
+    if change == "out":
+        plan["choices"]["encoder/fc2"]["accumulate"] = "out"
+    elif change == "rotating":
+        plan["options"]["catalogue"] = "rotating"
+    else:
+        plan["choices"]["encoder/fc2"]["accumulate"] = "F32"
     (d / "plan.json").write_text(json.dumps(plan))
     r = cli("check", d)
     assert r.code != 0 and says in r.out + r.err, r.out + r.err

@@ -91,3 +91,22 @@ def test_compiled_f16_rounding_equals_numpys_conversion():
         ref = (want + vals[::-1].astype(np.float16).astype(np.float64)).astype(np.float16).astype(np.float64)
     same = (acc.view(np.uint64) == ref.view(np.uint64)) | (np.isnan(acc) & np.isnan(ref))
     assert same.all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 6), slices=st.lists(st.integers(1, 4), min_size=1, max_size=4), n=st.integers(1, 9),
+       acc=st.sampled_from([DType.F16, DType.F32]), seed=st.integers(0, 2**31 - 1))
+def test_a_continued_accumulation_equals_one_pass_over_the_joined_k(m, slices, n, acc, seed):
+    """The AMP continuing from an accumulator (`init`) slice after slice of whole chunks rounds exactly as one
+    pass over the slices joined in that order (an in-place rotating GEMM's step against the plain GEMM)."""
+    rng = np.random.default_rng(seed)
+    chunk = 16
+    k = chunk * sum(slices)
+    x = round_to(rng.standard_normal((m, k)).astype(np.float32) * 4, DType.F143)
+    w = round_to(rng.standard_normal((k, n)).astype(np.float32), DType.F143)
+    y = None
+    k0 = 0
+    for s in slices:
+        y = gemm(x[:, k0:k0 + s * chunk], w[k0:k0 + s * chunk], acc, chunk, y)
+        k0 += s * chunk
+    assert np.array_equal(to_bits(y, acc), to_bits(gemm(x, w, acc, chunk), acc))

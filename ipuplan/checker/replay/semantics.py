@@ -93,33 +93,42 @@ def accumulate(g) -> None:
     """A rotating GEMM's step: x's k-slice times w's (the same slice), added to the running F32 accumulator of
     the same output block. The slices a cell has summed form a run of k that wraps at k's end (a cell starts
     at its own slice); a step's slice must start where that run ends, and the last step's run covers all of k."""
+    _accumulate(g, "acc", 4)
+
+
+def accumulate_out(g) -> None:
+    """`accumulate` with the running sum held in the output buffer in F16 (the in-place variant)."""
+    _accumulate(g, "out", 2)
+
+
+def _accumulate(g, field: str, esize: int) -> None:
     op = g.op
     xr, k0, kx, n0, n = _operands(g)
     first, last = g.params[:, 1], g.params[:, 2]
-    g.require(((first == first[0]) & (last == last[0]))[:, None, None], "acc", lambda v: "mixed first and last steps")
+    g.require(((first == first[0]) & (last == last[0]))[:, None, None], field, lambda v: "mixed first and last steps")
     K, N = op.k, op.n
-    want = out_tags(op.partial, op.gen, 0, xr, N, n0, n, 4)
+    want = out_tags(op.partial, op.gen, 0, xr, N, n0, n, esize)
     if first[0]:
         lo, hi = k0, k0 + kx
     else:
-        tags = g.read("acc")
+        tags = g.read(field)
         d = unpack(tags)
-        g.require(d.valid & (d.tensor == op.partial) & (d.gen == op.gen), "acc",
+        g.require(d.valid & (d.tensor == op.partial) & (d.gen == op.gen), field,
                   lambda v: g.describe(tags[v], f"{g.tensors.name(op.partial)} iteration {op.gen}"))
-        g.require(d.elem == unpack(want).elem, "acc", lambda v: "the accumulator holds another output block")
-        g.require(d.code == d.code[:, :1, :1], "acc", lambda v: "mixed k runs")
+        g.require(d.elem == unpack(want).elem, field, lambda v: "the running sum holds another output block")
+        g.require(d.code == d.code[:, :1, :1], field, lambda v: "mixed k runs")
         lo, hi = op.bounds("k", d.code[:, 0, 0])
         g.require((hi % K == k0)[:, None, None], "x", lambda v: f"k [{k0[v]}, +{kx}) does not continue the summed run "
                   f"[{lo[v]}, {hi[v]}) of {K}")
         hi = hi + kx
     if last[0]:
-        g.require(((hi - lo) == K)[:, None, None], "acc", lambda v: f"the last step sums {hi[v] - lo[v]} of {K} k")
+        g.require(((hi - lo) == K)[:, None, None], field, lambda v: f"the last step sums {hi[v] - lo[v]} of {K} k")
         if op.bias:
             _bias(g, n0, n)
         g.write("out", out_tags(op.out, op.gen, 0, xr, N, n0, n, 2))
     else:
         g.require(((hi - lo) < K)[:, None, None], "x", lambda v: "a k-slice summed twice")
-        g.write("acc", out_tags(op.partial, op.gen, op.interval("k", lo, hi), xr, N, n0, n, 4))
+        g.write(field, out_tags(op.partial, op.gen, op.interval("k", lo, hi), xr, N, n0, n, esize))
 
 
 def _bias(g, n0, n) -> None:
@@ -319,6 +328,7 @@ def rope(g) -> None:
 
 
 RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "AmpGemmAccF8": accumulate,
+         "AmpGemmAccF8Out": accumulate_out,
          "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
          "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
          "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
