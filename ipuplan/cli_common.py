@@ -74,7 +74,7 @@ def _catalogue(name: str):
 
 CATALOGUE_HELP = ("implementation space: shaped (homes and producer layouts shaped for their readers, grids screened "
                   "by the objective's costs), rotating (shaped plus rotating compute-shift matmuls and ring attention), "
-                  "inplace (rotating, FP8 rotating matmuls accumulating in their F16 output) or grid (the earlier "
+                  "compact (rotating, FP8 rotating matmuls accumulating in their F16 output) or grid (the earlier "
                   "space, for comparisons)")
 
 

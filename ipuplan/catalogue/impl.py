@@ -25,7 +25,7 @@ class Catalogue(Enum):
 
     SHAPED = "shaped"  # homes and producer layouts shaped for their readers, grids screened by the objective's costs
     ROTATING = "rotating"  # the shaped space plus rotating (compute-shift) matmuls and ring attention
-    INPLACE = "inplace"  # the rotating space, FP8 rotating matmuls accumulating in their F16 output buffer
+    COMPACT = "compact"  # rotating, plus FP8 rotating matmuls accumulating in their F16 output, rotating QKV with RoPE
     GRID = "grid"  # the earlier space: spread homes, producers' own layouts, grids screened by a byte proxy
 
 
@@ -147,16 +147,20 @@ class Ctx:
 
     @property
     def shaped(self) -> bool:
-        return self.kind in (Catalogue.SHAPED, Catalogue.ROTATING, Catalogue.INPLACE)
+        return self.kind in (Catalogue.SHAPED, Catalogue.ROTATING, Catalogue.COMPACT)
 
     @property
     def rotating(self) -> bool:
-        return self.kind in (Catalogue.ROTATING, Catalogue.INPLACE)
+        return self.kind in (Catalogue.ROTATING, Catalogue.COMPACT)
+
+    @property
+    def compact(self) -> bool:
+        return self.kind is Catalogue.COMPACT
 
     @property
     def in_place(self) -> bool:
         """FP8 rotating matmuls keep their running sum in the output, where the target accumulates FP8 in F16."""
-        return self.kind is Catalogue.INPLACE and self.target.accumulation["f8"] == "f16"
+        return self.compact and self.target.accumulation["f8"] == "f16"
 
     @property
     def tiles(self) -> int:

@@ -12,7 +12,9 @@ alternate between the operands' own buffers (the exchanged x, the staged w: read
 shard buffer each; every shard is padded to the largest slice so that any of them fits either buffer.
 Weights are staged into their skewed shards from spread or blocks homes. In the in-place catalogue an FP8
 matmul keeps its running sum in its F16 output buffer (codelets.gemm.ACCUMULATE_OUT; the target accumulates
-FP8 in F16) instead of an F32 accumulator beside it.
+FP8 in F16) instead of an F32 accumulator beside it, and a matmul that feeds rotary attention (PE's QKV) rotates
+too, RoPE applied to its output blocks in one more compute set after the last step (as the replicated grid
+applies it), with r < MAX_ROTATION so that the op's steps stay within the program every matmul reserves.
 """
 
 from __future__ import annotations
@@ -21,13 +23,13 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import MAX_ROTATION, gemm, round_cycles
+from ..codelets import MAX_ROTATION, gemm, round_cycles, vector
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
 from .common import IL, descriptors, holder, home_label, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life, Move, ParamMode
-from .matmul import grids, rope_consumer
+from .matmul import grids, rope_consumer, rope_tables
 from .schedule import SOp, matrix
 
 ROTATIONS = (2, 3, 4, MAX_ROTATION)  # slices per ring offered (codelets.program reserves the steps)
@@ -47,15 +49,16 @@ def screen(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, r: int
     return cyc, 2 * shard + mb * nb * 6
 
 
-def rotations(ctx: Ctx, m: int, k: int, n: int, fp8: bool) -> list[tuple[int, int, int]]:
+def rotations(ctx: Ctx, m: int, k: int, n: int, fp8: bool, rope: bool = False) -> list[tuple[int, int, int]]:
     """(pm, pn, r) of the rotating grids offered. Candidates: the replicated catalogue's kept grids, their
     column blocks times their k-slices when they split k, rounded down to multiples of r; per r with at least
-    one micro-block per slice, the fastest and the leanest by `screen`."""
+    one micro-block per slice (fewer than MAX_ROTATION slices when RoPE takes a compute set after them), the
+    fastest and the leanest by `screen`."""
     micro = ceil(k / gemm.k_multiple(fp8))
     base = grids(ctx, m, k, n, fp8, keep=5, head=0)
     out = []
     for r in ROTATIONS:
-        if micro < r:
+        if micro < r or (rope and r >= MAX_ROTATION):
             continue
         cands = set()
         for pm0, pn0, pk in base:
@@ -114,10 +117,11 @@ def shifts(ctx: Ctx, op: str, ends: tuple[str, str], xlay: Layout, wlay: Layout,
 
 def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
     """The rotating implementations of a matmul whose x is an exchanged activation (not a host input or a
-    learned parameter) and that feeds no rotary attention."""
+    learned parameter) and, outside the compact catalogue, that feeds no rotary attention."""
     xref, wref = sop.reads[0][1], sop.reads[1][1]
+    rope_op, rope_wins = rope_consumer(ctx, sop)
     if xref.kind != "act" or xref.window or not ctx.sched.buffers[xref.key].producer or \
-            rope_consumer(ctx, sop)[0] is not None:
+            (rope_op is not None and not ctx.compact):
         return []
     T, B, tg = ctx.tiles, ctx.batch, ctx.target
     xv, wv = ctx.sched.buffers[xref.key].value, ctx.sched.params[wref.key].value
@@ -130,7 +134,7 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
     cg = grain(we)
     c16 = 0 if cg == grain(2) else cg
     impls = []
-    for pm, pn, r in rotations(ctx, m, k, n, fp8):
+    for pm, pn, r in rotations(ctx, m, k, n, fp8, rope_op is not None):
         xlay, wlay = shard_layouts(m, k, n, xe, we, fp8, B, pm, pn, r)
         out = row_layout(m, n, 2, B, pm, pn, IL, row_stride=pn, col_stride=1, col_grain=c16)
         acc = Layout(m, n, 4, pr=pm, pc=pn, row_stride=pn, col_stride=1, row_groups=out.row_groups, mem=IL,
@@ -148,12 +152,21 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
         bufs = (() if in_place else (Buf("accumulator", acc, Life.COMPUTE),)) + (
             Buf("x shards", per_block(out, int(xlay.block_bytes().max()), IL), Life.COMPUTE),
             Buf("w shards", per_block(out, int(wlay.block_bytes().max()), IL), Life.COMPUTE))
+        codelets, sets = (amp.name,), r
+        if rope_op is not None:  # in place on the q and k columns of the output, after the last step
+            cols = sum(c1 - c0 for c0, c1 in rope_wins)
+            bufs += (Buf("RoPE tables", rope_tables(out, rope_op.op.attrs.head_dim), Life.PROGRAM),)
+            cyc += vector.cycles(tg, "rope", mb * ceil(nb * cols / n) * 2)
+            codelets, sets = codelets + (vector.ROPE.name,), sets + 1
         base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": 1, "rotate": r} | ({"accumulate": "out"} if in_place else {})
 
-        def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=bufs, internal=internal, extra=extra, pm=pm, pn=pn, r=r):
+        def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=bufs, internal=internal, extra=extra, pm=pm, pn=pn, r=r,
+                 codelets=codelets, sets=sets):
             desc = tuple(descriptors(ctx, out, amp) for _ in range(r))
+            if rope_op is not None:
+                desc += (descriptors(ctx, out, vector.ROPE),)
             lab = f"rotating {pm}x{pn} r{r}{' in place' if in_place else ''} weights staged" + home_label(f)
-            return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + desc, cyc, (amp.name,), r, internal, extra)
+            return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + desc, cyc, codelets, sets, internal, extra)
         # weights rotate out of their staged shards (the staged copy is overwritten as a shard buffer)
         impls += [im for im in variants(ctx, uses, base, make) if im.fields["params"] == ParamMode.STAGED.value]
     return impls

@@ -142,7 +142,7 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
         return
     sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
                      where=f"{W}: candidates", whole_rows=kind_of_catalogue != "grid",
-                     in_place=kind_of_catalogue == "inplace")
+                     compact=kind_of_catalogue == "compact")
     lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
     steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
     rows = []

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from .geometry import per_block
+from ..ir.graph import OpKind
+from .geometry import per_block, row_sizes
 from .validate import Invalid
 
 
@@ -44,9 +45,9 @@ def shape_of(kind, key, g, params, index):
 class Ctx:
     """What every rule needs: the program, the target, the batch, the parameter counts."""
 
-    def __init__(self, g, prog, index, target, batch, in_place: bool = False):
+    def __init__(self, g, prog, index, target, batch, compact: bool = False):
         self.g, self.prog, self.index, self.target, self.batch = g, prog, index, target, batch
-        self.in_place = in_place  # the catalogue links the in-place accumulating GEMM
+        self.compact = compact  # the compact catalogue: in-place accumulation, rotating matmuls with RoPE
         self.T = target.tiles
 
     def descriptors(self, grid: dict, codelet, patched: int) -> tuple:
@@ -107,3 +108,16 @@ def gemm_shape(cx: Ctx, o) -> GemmShape:
     wv = cx.prog.params[wkey][0]
     m, k = matrix_of(xv.shape)
     return GemmShape(xkind, xkey, wkey, m, k, wv.shape[1], xv.dtype.is_fp8, xv.dtype.itemsize, wv.dtype.itemsize)
+
+
+def rope_epilogue(cx: "Ctx", o, out: dict, d: Derived) -> bool:
+    """Where rotary attention reads matmul `o`'s output: the F32 sin and cos tables beside every output block
+    (one [rows, head_dim] pair each) and the RoPE vertices' descriptors; whether it does."""
+    from ..codelets import vector
+    for c in cx.prog.consumers[o.key]:
+        if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
+            rows = int(row_sizes(out).max())
+            d.bufs.append(("RoPE tables", per_block(out, rows * c.op.attrs.head_dim * 8), "program"))
+            d.bufs.append(cx.descriptors(out, vector.ROPE, 0))
+            return True
+    return False

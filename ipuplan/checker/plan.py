@@ -82,7 +82,7 @@ class Limits:
             budget = target.exchange_table_bytes_max
         boolean(o, "relays", f"{where}.options")
         cat = catalogue_of(o, where)
-        rotating, in_place = cat in ROTATING_CATALOGUES, cat == "inplace"
+        rotating, in_place = cat in ROTATING_CATALOGUES, cat == "compact"
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
@@ -96,15 +96,15 @@ class Limits:
                    target.memory_map.table_guard_bytes)
 
 
-ROTATING_CATALOGUES = ("rotating", "inplace")  # the spaces that offer rotating matmuls and ring attention
+ROTATING_CATALOGUES = ("rotating", "compact")  # the spaces that offer rotating matmuls and ring attention
 
 
 def catalogue_of(options: dict, where: str) -> str:
-    """The recorded implementation space ("inplace", "rotating", "shaped" or "grid"; absent: "grid", which
+    """The recorded implementation space ("compact", "rotating", "shaped" or "grid"; absent: "grid", which
     artefacts older than the option were made with)."""
     if "catalogue" not in options:
         return "grid"
-    return one_of(options, "catalogue", f"{where}.options", ("inplace", "rotating", "shaped", "grid"))
+    return one_of(options, "catalogue", f"{where}.options", ("compact", "rotating", "shaped", "grid"))
 
 
 def load_inputs(doc: dict, rep: CheckReport, what: str, base: Path | None = None):
@@ -190,7 +190,7 @@ def _check(plan, rep: CheckReport, placement=None, base: Path | None = None) -> 
     if not isinstance(options, dict):
         raise Invalid(f"{W}.options: is not a mapping")
     sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices",
-                     whole_rows=catalogue_of(options, W) != "grid", in_place=catalogue_of(options, W) == "inplace")
+                     whole_rows=catalogue_of(options, W) != "grid", compact=catalogue_of(options, W) == "compact")
     ops, nsteps, steps = sp.prog.ops, sp.prog.nsteps, sp.prog.steps
     lim = Limits.derive(target, get(plan, "options", W), [o.op.kind for o in ops], W)
     relays = _relays(plan, W)

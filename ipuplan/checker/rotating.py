@@ -8,7 +8,8 @@ slice fits any shard buffer. A shift sends every cell's x shard to cell (i, j - 
 and its w shard to cell (i - 1, j) of its ring of r rows, one run of the stored rows each; the shard for
 step t sits in the operand's own buffer (x's exchanged copy, w's staged copy) when t is even, else in the
 op's shard buffer. `accumulate: "out"` (FP8 operands, a target accumulating FP8 in F16, a catalogue that links
-the in-place codelet): the running sum lives in the output buffer, no accumulator."""
+the in-place codelet): the running sum lives in the output buffer, no accumulator. A matmul read by rotary
+attention (compact catalogue, fewer than MAX_ROTATION slices) applies RoPE to its output after the last step."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from math import ceil
 import numpy as np
 
 from ..codelets import MAX_ROTATION, gemm
-from .derived import Ctx, Derived, gemm_shape, groups, homes
+from .derived import Ctx, Derived, gemm_shape, groups, homes, rope_epilogue
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, pitches, per_block, row_sizes
 from .validate import Invalid, canonical, integer, one_of
@@ -58,10 +59,10 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
                                                    col_grain=c16)), "staged", None))
     homes(ch, path, d)
     in_place = "accumulate" in ch and one_of(ch, "accumulate", path, ("out",)) == "out"
-    if in_place and not (fp8 and cx.target.accumulation["f8"] == "f16" and cx.in_place):
+    if in_place and not (fp8 and cx.target.accumulation["f8"] == "f16" and cx.compact):
         raise Invalid(f"{path}.accumulate: a running sum in the F16 output needs FP8 operands "
                       f"({'FP8' if fp8 else 'F16'} here), a target accumulating FP8 in F16 "
-                      f"({cx.target.accumulation['f8']} here) and the inplace catalogue")
+                      f"({cx.target.accumulation['f8']} here) and the compact catalogue")
     if not in_place:
         acc = canonical(L(m, n, 4, pm, pn, row_stride=pn, col_stride=1, row_groups=g, mem="il", col_grain=cg))
         d.bufs.append(("accumulator", acc, "compute"))
@@ -69,6 +70,9 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
                ("w shards", per_block(out, int(block_bytes(w).max()), "il"), "compute")]
     d.bufs += [cx.descriptors(out, gemm.ACCUMULATE_OUT if in_place else gemm.ACCUMULATE[fp8], 0)] * r
     d.rounds = _shifts(cx, o.key, xkey, wkey, x, w, out, r)
+    if rope_epilogue(cx, o, out, d) and (r >= MAX_ROTATION or not cx.compact):
+        raise Invalid(f"{path}: a rotating matmul feeding rotary attention takes fewer than {MAX_ROTATION} slices "
+                      f"(RoPE runs one more compute set) and the compact catalogue ({r} slices here)")
     d.apart = [(a, b) for a in ("x", "x shards") for b in (("out",) if in_place else ("accumulator", "out"))]
     return d
 

@@ -15,7 +15,7 @@ import numpy as np
 from ..codelets import attention as att
 from ..codelets import gemm, vector
 from ..ir.graph import OpKind
-from .derived import Ctx, Derived, gemm_shape, groups as _groups, homes, matrix_of, shape_of as _shape_of
+from .derived import Ctx, Derived, gemm_shape, groups as _groups, homes, matrix_of, rope_epilogue, shape_of as _shape_of
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, per_block, row_sizes
 from .ring import ring
@@ -94,12 +94,7 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
         d.bufs += [cx.descriptors(recv, gemm.REDUCE, cx.patched(d.params[1:]))] * len(d.internal)
     d.bufs.append(cx.descriptors(grid, gemm.GEMM[fp8], cx.patched(d.params if pk == 1 else d.params[:1])))
     d.apart = [tuple("partials" if f == "out" and pk > 1 else f for f in pair) for pair in gemm.GEMM[fp8].apart]
-    for c in cx.prog.consumers[o.key]:
-        if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
-            rows = int(row_sizes(out).max())
-            d.bufs.append(("RoPE tables", per_block(out, rows * c.op.attrs.head_dim * 8), "program"))
-            d.bufs.append(cx.descriptors(out, vector.ROPE, 0))
-            break
+    rope_epilogue(cx, o, out, d)
     return d
 
 

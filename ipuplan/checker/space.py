@@ -185,11 +185,11 @@ def accepts(need: dict, src: dict) -> bool:
 
 
 def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool, where: str,
-                whole_rows: bool = False, in_place: bool = False) -> Space:
+                whole_rows: bool = False, compact: bool = False) -> Space:
     """Every candidate of every op, derived by the checker's rules; raises Invalid naming a bad record
     (`where`: how the records are addressed, e.g. "plan.json: choices"). `whole_rows`: the shaped catalogue's
-    exchanges, which move a cell spanning both blocks' stored width as whole rows, padding and all. `in_place`:
-    the inplace catalogue's, whose code links the in-place accumulating GEMM."""
+    exchanges, which move a cell spanning both blocks' stored width as whole rows, padding and all. `compact`:
+    the compact catalogue's (in-place accumulation, rotating matmuls feeding rotary attention)."""
     prog = walk(g)
     T = target.tiles
     sp = Space(prog, T, whole_rows=whole_rows)
@@ -198,7 +198,7 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
     extra = sorted(set(candidates) - set(index))
     if missing or extra:
         raise Invalid(f"{where}: the ops do not match the model's (missing {missing[:3]}, unknown {extra[:3]})")
-    cx = Ctx(g, prog, index, target, batch, in_place)
+    cx = Ctx(g, prog, index, target, batch, compact)
     nsteps = prog.nsteps
     carried = {res for _, res in prog.ties}
     for o in prog.ops:

@@ -1,6 +1,7 @@
 """Rotating (compute-shift) matmuls and ring attention through the whole back half, on 64 tiles with every op that
 has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices), vit-small with FP8
-GEMMs in the inplace catalogue (running sums in the F16 outputs) and pe-tiny (ring attention over 4 key panels,
+GEMMs in the compact catalogue (running sums in the F16 outputs), pe-tiny in the compact catalogue (its QKV,
+read by rotary attention, rotating with RoPE after the last step) and pe-tiny (ring attention over 4 key panels,
 RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
 k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
@@ -57,11 +58,17 @@ def built(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def in_place(tmp_path_factory):
-    """vit-small with FP8 GEMMs in the inplace catalogue: every rotating matmul keeps its running sum in its output."""
+    """vit-small with FP8 GEMMs in the compact catalogue: every rotating matmul keeps its running sum in its output."""
     import re
     m = tmp_path_factory.mktemp("fp8") / "vit-small-fp8.yaml"
     m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
-    return _build(tmp_path_factory, m, 2, (3, 28, 28), catalogue="inplace")
+    return _build(tmp_path_factory, m, 2, (3, 28, 28), catalogue="compact")
+
+
+@pytest.fixture(scope="module")
+def rope_rotating(tmp_path_factory):
+    """pe-tiny in the compact catalogue: its QKV, read by rotary attention, rotates and applies RoPE after."""
+    return _build(tmp_path_factory, "pe-tiny", 1, (3, 384, 384), "--layers", "2", catalogue="compact")
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +100,15 @@ def test_the_inplace_plan_accumulates_every_fp8_rotation_in_its_output(in_place)
     assert "(accumulator)" not in placed and "(x shards)" in placed
 
 
-@pytest.mark.parametrize("which", ["built", "ringed", "in_place"])
+def test_the_compact_plan_rotates_the_qkv_that_feeds_rotary_attention(rope_rotating):
+    plan = json.loads((rope_rotating / "plan.json").read_text())
+    c = plan["choices"]["encoder/qkv"]
+    assert c.get("rotate", 8) < 8 and c.get("accumulate") == "out"
+    placed = json.dumps(json.loads((rope_rotating / "placement.json").read_text()))
+    assert "encoder/qkv (RoPE tables)" in placed
+
+
+@pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating"])
 def test_package_checks_and_runs_bit_exact(which, request, cli):
     d = request.getfixturevalue(which)
     r = cli("check", d / "model.ipupkg")
@@ -118,8 +133,9 @@ def test_the_checker_refuses_a_tampered_rotation(built, cli, tmp_path, field, va
 
 @pytest.mark.parametrize("which,change,says", [
     ("built", "out", "needs FP8 operands"),  # F16 operands accumulate in F32
-    ("in_place", "rotating", "the inplace catalogue"),  # the rotating catalogue's code has no in-place GEMM
-    ("in_place", None, "accumulate: 'F32' is invalid")])
+    ("in_place", "rotating", "the compact catalogue"),  # the rotating catalogue's code has no in-place GEMM
+    ("in_place", None, "accumulate: 'F32' is invalid"),
+    ("rope_rotating", "rope", "feeding rotary attention")])
 def test_the_checker_refuses_an_inplace_accumulation_where_it_does_not_hold(request, cli, tmp_path, which, change,
                                                                              says):
     import shutil
@@ -130,6 +146,10 @@ def test_the_checker_refuses_an_inplace_accumulation_where_it_does_not_hold(requ
         plan["choices"]["encoder/fc2"]["accumulate"] = "out"
     elif change == "rotating":
         plan["options"]["catalogue"] = "rotating"
+    elif change == "rope":  # the rotating catalogue, running sums in F32: only the rotating QKV is out of place
+        plan["options"]["catalogue"] = "rotating"
+        for c in plan["choices"].values():
+            c.pop("accumulate", None)
     else:
         plan["choices"]["encoder/fc2"]["accumulate"] = "F32"
     (d / "plan.json").write_text(json.dumps(plan))

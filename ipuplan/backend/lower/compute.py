@@ -50,8 +50,13 @@ def _tree(n: int):
 
 
 def matmul(cx: Ctx, sop, im) -> list:
-    if "rotate" in im.fields:
-        return rotating_matmul(cx, sop, im)
+    items = rotating_matmul(cx, sop, im) if "rotate" in im.fields else _grid_matmul(cx, sop, im)
+    if any(b.role == "RoPE tables" for b in im.bufs):
+        items.append(("compute", "rope", [_rope(cx, sop, im, cx.own(sop.key, "output").blocks(cx.T))]))
+    return items
+
+
+def _grid_matmul(cx: Ctx, sop, im) -> list:
     T, op = cx.T, sop.key
     pm, pn, pk = im.fields["pm"], im.fields["pn"], im.fields["pk"]
     a = sop.op.attrs
@@ -92,8 +97,6 @@ def matmul(cx: Ctx, sop, im) -> list:
             v.params[:, 0] = int(last)
             v.params[:, 1] = a.x_scale + a.w_scale
             items += [("internal", t), ("compute", f"reduce round {t + 1}", [v.build()])]
-    if any(b.role == "RoPE tables" for b in im.bufs):
-        items.append(("compute", "rope", [_rope(cx, sop, im, out)]))
     return items
 
 
