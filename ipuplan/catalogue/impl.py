@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..codelets import COMPACT_STEPS, NO_STEPS, ROTATING_STEPS, Steps
 from ..layout import Layout, Transfer
 from ..target import Target
 from .schedule import Schedule
@@ -156,6 +157,11 @@ class Ctx:
     @property
     def compact(self) -> bool:
         return self.kind is Catalogue.COMPACT
+
+    @property
+    def steps(self) -> Steps:
+        """The most rotation steps this catalogue offers (every matmul's and attention's program reserves them)."""
+        return {Catalogue.ROTATING: ROTATING_STEPS, Catalogue.COMPACT: COMPACT_STEPS}.get(self.kind, NO_STEPS)
 
     @property
     def in_place(self) -> bool:

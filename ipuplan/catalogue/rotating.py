@@ -14,7 +14,8 @@ Weights are staged into their skewed shards from spread or blocks homes. In the 
 matmul keeps its running sum in its F16 output buffer (codelets.gemm.ACCUMULATE_OUT; the target accumulates
 FP8 in F16) instead of an F32 accumulator beside it, and a matmul that feeds rotary attention (PE's QKV) rotates
 too, RoPE applied to its output blocks in one more compute set after the last step (as the replicated grid
-applies it), with r < MAX_ROTATION so that the op's steps stay within the program every matmul reserves.
+applies it), with r below the catalogue's most slices so that the op's steps stay within the program every
+matmul reserves; the compact catalogue also offers 16 slices (MAX_SLICES_COMPACT), halving the shards again.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import MAX_ROTATION, gemm, round_cycles, vector
+from ..codelets import MAX_ROTATION, MAX_SLICES_COMPACT, gemm, round_cycles, vector
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
@@ -32,7 +33,7 @@ from .impl import Buf, Ctx, Impl, Internal, Life, Move, ParamMode
 from .matmul import grids, rope_consumer, rope_tables
 from .schedule import SOp, matrix
 
-ROTATIONS = (2, 3, 4, MAX_ROTATION)  # slices per ring offered (codelets.program reserves the steps)
+ROTATIONS = (2, 3, 4, MAX_ROTATION, MAX_SLICES_COMPACT)  # slices offered, up to the catalogue's Steps.slices
 KEEP = 2  # rotating grids kept per r: the fastest and the leanest by `screen`
 
 
@@ -52,13 +53,13 @@ def screen(ctx: Ctx, m: int, k: int, n: int, fp8: bool, pm: int, pn: int, r: int
 def rotations(ctx: Ctx, m: int, k: int, n: int, fp8: bool, rope: bool = False) -> list[tuple[int, int, int]]:
     """(pm, pn, r) of the rotating grids offered. Candidates: the replicated catalogue's kept grids, their
     column blocks times their k-slices when they split k, rounded down to multiples of r; per r with at least
-    one micro-block per slice (fewer than MAX_ROTATION slices when RoPE takes a compute set after them), the
-    fastest and the leanest by `screen`."""
+    one micro-block per slice, at most the catalogue's steps (fewer when RoPE takes a compute set after them),
+    the fastest and the leanest by `screen`."""
     micro = ceil(k / gemm.k_multiple(fp8))
     base = grids(ctx, m, k, n, fp8, keep=5, head=0)
     out = []
     for r in ROTATIONS:
-        if micro < r or (rope and r >= MAX_ROTATION):
+        if micro < r or r > ctx.steps.slices or (rope and r >= ctx.steps.slices):
             continue
         cands = set()
         for pm0, pn0, pk in base:

@@ -14,7 +14,7 @@ from .machine import machine_statement
 from ..catalogue.records import regenerate_catalogue
 from ..formats import CERTIFICATE as FORMAT
 from ..formats import catalogue_digest, digest
-from .plan import CheckReport, Limits, catalogue_of, load_inputs
+from .plan import CheckReport, Limits, catalogue_of, load_inputs, steps_of
 from .space import Space, build_space
 from .validate import Invalid, get, one_of
 
@@ -142,7 +142,7 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
         return
     sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
                      where=f"{W}: candidates", whole_rows=kind_of_catalogue != "grid",
-                     compact=kind_of_catalogue == "compact")
+                     compact=kind_of_catalogue == "compact", steps=steps_of(kind_of_catalogue))
     lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
     steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
     rows = []

@@ -45,9 +45,11 @@ def shape_of(kind, key, g, params, index):
 class Ctx:
     """What every rule needs: the program, the target, the batch, the parameter counts."""
 
-    def __init__(self, g, prog, index, target, batch, compact: bool = False):
+    def __init__(self, g, prog, index, target, batch, compact: bool = False, steps=None):
+        from ..codelets import ROTATING_STEPS
         self.g, self.prog, self.index, self.target, self.batch = g, prog, index, target, batch
         self.compact = compact  # the compact catalogue: in-place accumulation, rotating matmuls with RoPE
+        self.steps = steps or ROTATING_STEPS  # the most k-slices and key panels a rotation may take
         self.T = target.tiles
 
     def descriptors(self, grid: dict, codelet, patched: int) -> tuple:

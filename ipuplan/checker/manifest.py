@@ -14,7 +14,7 @@ import numpy as np
 import ipuplan.codelets as cl
 from ..codelets.base import DTYPE_CODE
 from ..ir.graph import OpKind, Role
-from .plan import ROTATING_CATALOGUES
+from .plan import steps_of
 
 
 class Mismatch(Exception):
@@ -44,7 +44,7 @@ def _compare(prog, m, plan, placement, graph, target, derived) -> None:
     runs = _run_words(prog, target)
     _tables(prog, target, derived.tables, runs)
     _descriptors(prog, placement, target, derived.tables, runs)
-    _program(prog, target, derived.op_kinds, plan.get("options", {}).get("catalogue") in ROTATING_CATALOGUES)
+    _program(prog, target, derived.op_kinds, steps_of(plan.get("options", {}).get("catalogue")))
     ops = _ops(graph)
     for s in _compute_sets(prog):
         _params(s, ops, plan)
@@ -273,9 +273,9 @@ def _descriptors(prog, placement, t, tables, runs) -> None:
                        f"{int(held[i]):,} B of descriptors and {int(tables[i]):,} B of tables")
 
 
-def _program(prog, t, kinds: dict, rotating: bool) -> None:
+def _program(prog, t, kinds: dict, steps) -> None:
     """The supervisor program: every step belongs to a scheduled op, no op has more compute sets or exchanges
-    than its kind provides for (codelets.program, in a catalogue with or without rotating matmuls), and the whole
+    than its kind provides for (codelets.program, for the rotation steps the plan's catalogue reserves), and the whole
     program, the Repeat's carry included, fits the program bytes the plan's support reserved."""
     sets, xs = Counter(), Counter()
     for s in prog.steps:
@@ -283,12 +283,12 @@ def _program(prog, t, kinds: dict, rotating: bool) -> None:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}) belongs to no op of the plan")
         (sets if s.kind == "compute" else xs)[s.op] += 1
     for op in set(sets) | set(xs):
-        c, x = cl.program(kinds[op], rotating)
+        c, x = cl.program(kinds[op], steps)
         if sets[op] > c or xs[op] > x:
             raise Mismatch(f"op {op} ({kinds[op].value}) has {sets[op]} compute sets and {xs[op]} exchanges; "
                            f"its kind provides for at most {c} and {x}")
     words = (sum(sets.values()) + (prog.carry is not None)) * t.compute_set_words + sum(xs.values()) * t.exchange_words
-    have = cl.program_bytes(t, list(kinds.values()), rotating)
+    have = cl.program_bytes(t, list(kinds.values()), steps)
     if 4 * words > have:
         raise Mismatch(f"the supervisor program takes {4 * words:,} B; the plan reserved {have:,} B")
 

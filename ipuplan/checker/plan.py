@@ -83,13 +83,14 @@ class Limits:
         boolean(o, "relays", f"{where}.options")
         cat = catalogue_of(o, where)
         rotating, in_place = cat in ROTATING_CATALOGUES, cat == "compact"
+        steps = steps_of(cat)
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
         else:
             mm = target.memory_map
             support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target, rotating, in_place) - mm.code_window_bytes)
-                       + codelets.program_bytes(target, kinds, rotating))
+                       + codelets.program_bytes(target, kinds, steps))
         headroom = integer(o, "headroom", f"{where}.options", 0, usable - 1)  # as `solve` accepts it
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
                    target.exchange_fragments_max, reserve is None, target.region0_element_bytes,
@@ -97,6 +98,11 @@ class Limits:
 
 
 ROTATING_CATALOGUES = ("rotating", "compact")  # the spaces that offer rotating matmuls and ring attention
+
+
+def steps_of(catalogue: str):
+    """The most rotation steps a recorded catalogue reserves every matmul's and attention's program for."""
+    return {"rotating": codelets.ROTATING_STEPS, "compact": codelets.COMPACT_STEPS}.get(catalogue, codelets.NO_STEPS)
 
 
 def catalogue_of(options: dict, where: str) -> str:
@@ -190,7 +196,8 @@ def _check(plan, rep: CheckReport, placement=None, base: Path | None = None) -> 
     if not isinstance(options, dict):
         raise Invalid(f"{W}.options: is not a mapping")
     sp = build_space(g, target, batch, {k: [v] for k, v in choices.items()}, relays=True, where=f"{W}: choices",
-                     whole_rows=catalogue_of(options, W) != "grid", compact=catalogue_of(options, W) == "compact")
+                     whole_rows=catalogue_of(options, W) != "grid", compact=catalogue_of(options, W) == "compact",
+                     steps=steps_of(catalogue_of(options, W)))
     ops, nsteps, steps = sp.prog.ops, sp.prog.nsteps, sp.prog.steps
     lim = Limits.derive(target, get(plan, "options", W), [o.op.kind for o in ops], W)
     relays = _relays(plan, W)

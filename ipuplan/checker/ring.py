@@ -13,14 +13,12 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import MAX_ROTATION
 from ..codelets import attention as att
 from .derived import Ctx, Derived
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, per_block, pitches
 from .validate import Invalid, canonical, integer, one_of
 
-RINGS = tuple(range(2, MAX_ROTATION + 1))
 
 
 def ring(cx: Ctx, o, ch: dict, path: str) -> Derived:
@@ -31,7 +29,9 @@ def ring(cx: Ctx, o, ch: dict, path: str) -> Derived:
     sq, sk, H, D = qv.shape[1], kv.shape[1], a.heads, a.head_dim
     if any(o.reads[i][1] != "act" or o.reads[i][3] is None for i in (1, 2)):
         raise Invalid(f"{path}.ring: ring attention needs k and v read as column windows of an activation")
-    r = one_of(ch, "ring", path, RINGS)
+    if not cx.steps.panels:
+        raise Invalid(f"{path}.ring: the plan's catalogue offers no ring attention (rotating, compact do)")
+    r = one_of(ch, "ring", path, tuple(range(2, cx.steps.panels + 1)))
     nq = integer(ch, "query_blocks", path, r, sq)
     one_of(ch, "key_splits", path, (1,))
     one_of(ch, "mode", path, ("streaming",))

@@ -9,7 +9,7 @@ and its w shard to cell (i - 1, j) of its ring of r rows, one run of the stored 
 step t sits in the operand's own buffer (x's exchanged copy, w's staged copy) when t is even, else in the
 op's shard buffer. `accumulate: "out"` (FP8 operands, a target accumulating FP8 in F16, a catalogue that links
 the in-place codelet): the running sum lives in the output buffer, no accumulator. A matmul read by rotary
-attention (compact catalogue, fewer than MAX_ROTATION slices) applies RoPE to its output after the last step."""
+attention (compact catalogue, fewer slices than the catalogue's most) applies RoPE to its output after the last step."""
 
 from __future__ import annotations
 
@@ -17,13 +17,12 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import MAX_ROTATION, gemm
+from ..codelets import gemm
 from .derived import Ctx, Derived, gemm_shape, groups, homes, rope_epilogue
 from .exchange import block_moves
 from .geometry import L, block_bytes, block_tiles, pitches, per_block, row_sizes
 from .validate import Invalid, canonical, integer, one_of
 
-ROTATIONS = tuple(range(2, MAX_ROTATION + 1))
 
 
 def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
@@ -34,7 +33,9 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
     s = gemm_shape(cx, o)
     xkey, wkey, m, k, n, fp8, xe, we = s.xkey, s.wkey, s.m, s.k, s.n, s.fp8, s.xe, s.we
     km = gemm.K_MULTIPLE[fp8]
-    r = one_of(ch, "rotate", path, ROTATIONS)
+    if not cx.steps.slices:
+        raise Invalid(f"{path}.rotate: the plan's catalogue offers no rotating matmuls (rotating, compact do)")
+    r = one_of(ch, "rotate", path, tuple(range(2, cx.steps.slices + 1)))
     one_of(ch, "pk", path, (1,))
     pm, pn = integer(ch, "pm", path, r, m), integer(ch, "pn", path, r, -(-n // 4))
     micro = -(-k // km)
@@ -70,8 +71,8 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
                ("w shards", per_block(out, int(block_bytes(w).max()), "il"), "compute")]
     d.bufs += [cx.descriptors(out, gemm.ACCUMULATE_OUT if in_place else gemm.ACCUMULATE[fp8], 0)] * r
     d.rounds = _shifts(cx, o.key, xkey, wkey, x, w, out, r)
-    if rope_epilogue(cx, o, out, d) and (r >= MAX_ROTATION or not cx.compact):
-        raise Invalid(f"{path}: a rotating matmul feeding rotary attention takes fewer than {MAX_ROTATION} slices "
+    if rope_epilogue(cx, o, out, d) and (r >= cx.steps.slices or not cx.compact):
+        raise Invalid(f"{path}: a rotating matmul feeding rotary attention takes fewer than {cx.steps.slices} slices "
                       f"(RoPE runs one more compute set) and the compact catalogue ({r} slices here)")
     d.apart = [(a, b) for a in ("x", "x shards") for b in (("out",) if in_place else ("accumulator", "out"))]
     return d

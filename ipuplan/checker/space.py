@@ -185,11 +185,12 @@ def accepts(need: dict, src: dict) -> bool:
 
 
 def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays: bool, where: str,
-                whole_rows: bool = False, compact: bool = False) -> Space:
+                whole_rows: bool = False, compact: bool = False, steps=None) -> Space:
     """Every candidate of every op, derived by the checker's rules; raises Invalid naming a bad record
     (`where`: how the records are addressed, e.g. "plan.json: choices"). `whole_rows`: the shaped catalogue's
     exchanges, which move a cell spanning both blocks' stored width as whole rows, padding and all. `compact`:
-    the compact catalogue's (in-place accumulation, rotating matmuls feeding rotary attention)."""
+    the compact catalogue's (in-place accumulation, rotating matmuls feeding rotary attention); `steps`: the
+    most rotation steps the catalogue reserved (codelets.Steps; None: the rotating catalogue's)."""
     prog = walk(g)
     T = target.tiles
     sp = Space(prog, T, whole_rows=whole_rows)
@@ -198,7 +199,7 @@ def build_space(g, target, batch: int, candidates: dict[str, list[dict]], relays
     extra = sorted(set(candidates) - set(index))
     if missing or extra:
         raise Invalid(f"{where}: the ops do not match the model's (missing {missing[:3]}, unknown {extra[:3]})")
-    cx = Ctx(g, prog, index, target, batch, compact)
+    cx = Ctx(g, prog, index, target, batch, compact, steps)
     nsteps = prog.nsteps
     carried = {res for _, res in prog.ties}
     for o in prog.ops:

@@ -1,6 +1,8 @@
 """Per-tile kernels, one module per family: operand classes, padding, scratch, code and descriptor bytes,
 cycles (and, for the runner, semantics). The planner, the backend and the runner all read them here."""
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..ir.graph import OpKind
@@ -36,19 +38,34 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
     OpKind.ADD: (2, 2), OpKind.GELU: (2, 2), OpKind.CAST: (2, 2), OpKind.BROADCAST: (2, 2),
     OpKind.CONCAT: (1, 2),
 }
-# A rotating matmul runs one compute set per k-slice, ring attention an attention and a merge set per key panel
-# (the first without a merge), each with one shift superstep between two steps; a catalogue that offers them
-# reserves every matmul's and attention's program for up to MAX_ROTATION steps.
-MAX_ROTATION = 8
-ROTATING = {OpKind.MATMUL: (1 + MAX_ROTATION, 2 + MAX_ROTATION - 1),  # local copy, the steps; operands, relay, shifts
-            OpKind.ATTENTION: (1 + 2 * MAX_ROTATION - 1, 2 + MAX_ROTATION - 1)}
+# A rotating matmul runs one compute set per k-slice (and RoPE after the last), ring attention an attention and
+# a merge set per key panel (the first without a merge), each with one shift superstep between two steps; a
+# catalogue that offers them reserves every matmul's and attention's program for the most steps it offers.
+MAX_ROTATION = 8  # k-slices and key panels per ring in the rotating catalogue
+MAX_SLICES_COMPACT = 16  # k-slices per rotating matmul in the compact catalogue (its rings stay at MAX_ROTATION)
 
 
-def program(kind: OpKind, rotating: bool = False) -> tuple[int, int]:
-    """(compute sets, exchange supersteps) the program of one op of `kind` may take, in a catalogue with or
-    without rotating matmuls and ring attention."""
-    if rotating and kind in ROTATING:
-        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], ROTATING[kind]))
+@dataclass(frozen=True)
+class Steps:
+    """The most rotation steps a catalogue offers: a rotating matmul's k-slices, ring attention's key panels
+    (0: none)."""
+
+    slices: int = 0
+    panels: int = 0
+
+
+NO_STEPS = Steps()
+ROTATING_STEPS = Steps(MAX_ROTATION, MAX_ROTATION)
+COMPACT_STEPS = Steps(MAX_SLICES_COMPACT, MAX_ROTATION)
+
+
+def program(kind: OpKind, steps: Steps = NO_STEPS) -> tuple[int, int]:
+    """(compute sets, exchange supersteps) the program of one op of `kind` may take, in a catalogue offering
+    rotation `steps`."""
+    if kind is OpKind.MATMUL and steps.slices:  # local copy, the steps; operands, relay, shifts
+        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], (1 + steps.slices, 2 + steps.slices - 1)))
+    if kind is OpKind.ATTENTION and steps.panels:
+        return tuple(max(a, b) for a, b in zip(PROGRAM[kind], (1 + 2 * steps.panels - 1, 2 + steps.panels - 1)))
     return PROGRAM[kind]
 
 
@@ -83,12 +100,13 @@ def code_bytes(target: Target, rotating: bool = False, in_place: bool = False) -
     return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if c.name not in skip)
 
 
-def program_bytes(target: Target, kinds, rotating: bool = False) -> int:
+def program_bytes(target: Target, kinds, steps: Steps = NO_STEPS) -> int:
     """Supervisor program bytes for ops of the given kinds (one entry per scheduled op, a Repeat body once)."""
-    caps = [program(k, rotating) for k in kinds]
+    caps = [program(k, steps) for k in kinds]
     words = sum(c * target.compute_set_words + x * target.exchange_words for c, x in caps)
     return 4 * words
 
 
-__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "Cost", "MAX_ROTATION", "PROGRAM", "program", "VectorCost", "attention", "code_bytes", "call_cycles",
+__all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "COMPACT_STEPS", "Cost", "MAX_ROTATION",
+           "MAX_SLICES_COMPACT", "NO_STEPS", "PROGRAM", "ROTATING_STEPS", "Steps", "program", "VectorCost", "attention", "code_bytes", "call_cycles",
            "exchange_cost", "gemm", "patch_cycles", "program_bytes", "round_cycles", "transfers_cost", "vector"]

@@ -1,8 +1,8 @@
 """Rotating (compute-shift) matmuls and ring attention through the whole back half, on 64 tiles with every op that
 has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices), vit-small with FP8
 GEMMs in the compact catalogue (running sums in the F16 outputs), pe-tiny in the compact catalogue (its QKV,
-read by rotary attention, rotating with RoPE after the last step) and pe-tiny (ring attention over 4 key panels,
-RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
+read by rotary attention, rotating with RoPE after the last step), a one-layer FP8 tower of width 512 on the full
+target rotating through 16 k-slices (compact) and pe-tiny (ring attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
 k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
 the checker."""
@@ -22,12 +22,13 @@ from tests.tests_helpers import run_main
 SMALL = ROOT / "targets" / "small64.yaml"
 
 
-def _rotating_only(monkeypatch, ring: int | None = None):
-    """Matmuls restricted to their rotating implementations and attention to its ring ones (with `ring` panels),
-    wherever an op has any."""
+def _rotating_only(monkeypatch, ring: int | None = None, slices: int | None = None):
+    """Matmuls restricted to their rotating implementations (with `slices` k-slices, if given) and attention to
+    its ring ones (with `ring` panels), wherever an op has any."""
     from ipuplan.catalogue import CATALOGUE
     from ipuplan.ir.graph import OpKind
-    for kind, keep in ((OpKind.MATMUL, lambda f: "rotate" in f), (OpKind.ATTENTION, lambda f: f.get("ring") == ring)):
+    rotates = (lambda f: "rotate" in f) if slices is None else (lambda f: f.get("rotate") == slices)
+    for kind, keep in ((OpKind.MATMUL, rotates), (OpKind.ATTENTION, lambda f: f.get("ring") == ring)):
         every = CATALOGUE[kind]
 
         def only(ctx, sop, every=every, keep=keep):
@@ -37,13 +38,13 @@ def _rotating_only(monkeypatch, ring: int | None = None):
 
 
 def _build(tmp_path_factory, model: str, batch: int, pixels: tuple, *extra, ring: int | None = None,
-           catalogue: str = "rotating"):
+           catalogue: str = "rotating", slices: int | None = None, target=SMALL):
     mp = pytest.MonkeyPatch()
-    _rotating_only(mp, ring)
+    _rotating_only(mp, ring, slices)
     try:
         path = model if not isinstance(model, str) else MODELS / f"{model}.yaml"
         d = tmp_path_factory.mktemp(path.stem)
-        assert run_main("build", path, "--target", SMALL, "--batch", str(batch), "--catalogue",
+        assert run_main("build", path, "--target", target, "--batch", str(batch), "--catalogue",
                         catalogue, *extra, "-o", d) == 0
     finally:
         mp.undo()
@@ -63,6 +64,18 @@ def in_place(tmp_path_factory):
     m = tmp_path_factory.mktemp("fp8") / "vit-small-fp8.yaml"
     m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
     return _build(tmp_path_factory, m, 2, (3, 28, 28), catalogue="compact")
+
+
+@pytest.fixture(scope="module")
+def sixteen(tmp_path_factory):
+    """16 k-slices (the compact catalogue's most) need a 16 x 16 grid at least: a one-layer FP8 tower of width 512
+    (16 FP8 micro-blocks of k), 16 tokens per image, on the full 1,472-tile target."""
+    from tests.runner.test_shapes import _model
+    m = tmp_path_factory.mktemp("wide") / "vit-wide-fp8.yaml"
+    m.write_text(_model("vit-small", dict(width=512, heads=4, mlp=1024, precision="fp8", size=56, layers=1,
+                                          head_heads=4, head_mlp=1024)))
+    return _build(tmp_path_factory, m, 2, (3, 56, 56), catalogue="compact", slices=16,
+                  target=ROOT / "targets" / "c600.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +121,12 @@ def test_the_compact_plan_rotates_the_qkv_that_feeds_rotary_attention(rope_rotat
     assert "encoder/qkv (RoPE tables)" in placed
 
 
-@pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating"])
+def test_the_compact_catalogue_rotates_through_16_slices(sixteen):
+    plan = json.loads((sixteen / "plan.json").read_text())
+    assert any(c.get("rotate") == 16 and c.get("accumulate") == "out" for c in plan["choices"].values())
+
+
+@pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating", "sixteen"])
 def test_package_checks_and_runs_bit_exact(which, request, cli):
     d = request.getfixturevalue(which)
     r = cli("check", d / "model.ipupkg")
@@ -135,9 +153,9 @@ def test_the_checker_refuses_a_tampered_rotation(built, cli, tmp_path, field, va
     ("built", "out", "needs FP8 operands"),  # F16 operands accumulate in F32
     ("in_place", "rotating", "the compact catalogue"),  # the rotating catalogue's code has no in-place GEMM
     ("in_place", None, "accumulate: 'F32' is invalid"),
-    ("rope_rotating", "rope", "feeding rotary attention")])
-def test_the_checker_refuses_an_inplace_accumulation_where_it_does_not_hold(request, cli, tmp_path, which, change,
-                                                                             says):
+    ("rope_rotating", "rope", "feeding rotary attention"),
+    ("sixteen", "rope", "rotate: 16 is invalid")])
+def test_the_checker_refuses_what_the_plans_catalogue_does_not_offer(request, cli, tmp_path, which, change, says):
     import shutil
     d = tmp_path / "plan"
     shutil.copytree(request.getfixturevalue(which), d, ignore=shutil.ignore_patterns("*.ipupkg"))
@@ -146,7 +164,7 @@ def test_the_checker_refuses_an_inplace_accumulation_where_it_does_not_hold(requ
         plan["choices"]["encoder/fc2"]["accumulate"] = "out"
     elif change == "rotating":
         plan["options"]["catalogue"] = "rotating"
-    elif change == "rope":  # the rotating catalogue, running sums in F32: only the rotating QKV is out of place
+    elif change == "rope":  # the rotating catalogue, running sums in F32: what else compact offers is out of place
         plan["options"]["catalogue"] = "rotating"
         for c in plan["choices"].values():
             c.pop("accumulate", None)
