@@ -2,7 +2,8 @@
 replicated to every one of them.
 
 The group's nq query blocks sit as in streaming attention with one key split (cell (b, q, h) on tile
-b * nq * H + q * H + h); its keys and values are cut into r panels, r dividing nq, and query cell q holds panel
+b * nq * H + q * H + h); its keys and values are cut into r panels, r dividing nq (r in 2, 4, 8; the compact
+catalogue also 16 and every query cell of the group), and query cell q holds panel
 q mod r at first (the panels replicated over nq / r rings of r cells). At step t the cell runs the streaming
 kernel over panel (q + t) mod r into a softmax state and, after the first step, merges it into its running
 state (the flash-decoding merge); the last merge writes the F16 output. Between steps every cell sends its k
@@ -18,7 +19,7 @@ from math import ceil
 import numpy as np
 
 from ..codelets import attention as att
-from ..codelets import MAX_ROTATION, round_cycles
+from ..codelets import MAX_ROTATION, MAX_STEPS_COMPACT, round_cycles
 from ..layout import Layout
 from ..layout.geometry import per_block
 from ..layout.transfer import block_moves
@@ -26,7 +27,7 @@ from .common import IL, STD, descriptors, holder
 from .impl import Buf, Ctx, Impl, Internal, Life, Move
 from .schedule import SOp
 
-RINGS = (2, 4, MAX_ROTATION)  # panels per ring (codelets.program reserves the steps)
+RINGS = (2, 4, MAX_ROTATION, MAX_STEPS_COMPACT)  # panels per ring, up to the catalogue's Steps.panels
 
 
 def panel_layout(B: int, sk: int, H: int, D: int, nq: int, r: int) -> Layout:
@@ -71,7 +72,11 @@ def ring(ctx: Ctx, sop: SOp) -> list[Impl]:
     top = min(sq, T // (B * H))
     ends = tuple(f"{reads[i].key} -> {sop.key}[{i}] (exchanged copy)" for i in (1, 2))
     impls = []
-    for r in RINGS:
+    # the compact catalogue also rings all of a group's query cells, one panel each, when they are fewer than
+    # its most panels (11 query cells of a SigLIP group at b8)
+    rings = sorted({r for r in RINGS if r <= ctx.steps.panels} | ({top} if ctx.compact and 2 <= top <= ctx.steps.panels
+                                                                      else set()))
+    for r in rings:
         if top < r or sk < r * att.PAD:
             continue
         for nq in sorted({top - top % r, r}):

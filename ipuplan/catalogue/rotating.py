@@ -15,7 +15,7 @@ matmul keeps its running sum in its F16 output buffer (codelets.gemm.ACCUMULATE_
 FP8 in F16) instead of an F32 accumulator beside it, and a matmul that feeds rotary attention (PE's QKV) rotates
 too, RoPE applied to its output blocks in one more compute set after the last step (as the replicated grid
 applies it), with r below the catalogue's most slices so that the op's steps stay within the program every
-matmul reserves; the compact catalogue also offers 16 slices (MAX_SLICES_COMPACT), halving the shards again.
+matmul reserves; the compact catalogue also offers 16 slices (MAX_STEPS_COMPACT), halving the shards again.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from math import ceil
 
 import numpy as np
 
-from ..codelets import MAX_ROTATION, MAX_SLICES_COMPACT, gemm, round_cycles, vector
+from ..codelets import MAX_ROTATION, MAX_STEPS_COMPACT, gemm, round_cycles, vector
 from ..layout import Layout
 from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
@@ -33,7 +33,7 @@ from .impl import Buf, Ctx, Impl, Internal, Life, Move, ParamMode
 from .matmul import grids, rope_consumer, rope_tables
 from .schedule import SOp, matrix
 
-ROTATIONS = (2, 3, 4, MAX_ROTATION, MAX_SLICES_COMPACT)  # slices offered, up to the catalogue's Steps.slices
+ROTATIONS = (2, 3, 4, MAX_ROTATION, MAX_STEPS_COMPACT)  # slices offered, up to the catalogue's Steps.slices
 KEEP = 2  # rotating grids kept per r: the fastest and the leanest by `screen`
 
 

@@ -42,7 +42,7 @@ PROGRAM: dict[OpKind, tuple[int, int]] = {
 # a merge set per key panel (the first without a merge), each with one shift superstep between two steps; a
 # catalogue that offers them reserves every matmul's and attention's program for the most steps it offers.
 MAX_ROTATION = 8  # k-slices and key panels per ring in the rotating catalogue
-MAX_SLICES_COMPACT = 16  # k-slices per rotating matmul in the compact catalogue (its rings stay at MAX_ROTATION)
+MAX_STEPS_COMPACT = 16  # k-slices and key panels per ring in the compact catalogue
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Steps:
 
 NO_STEPS = Steps()
 ROTATING_STEPS = Steps(MAX_ROTATION, MAX_ROTATION)
-COMPACT_STEPS = Steps(MAX_SLICES_COMPACT, MAX_ROTATION)
+COMPACT_STEPS = Steps(MAX_STEPS_COMPACT, MAX_STEPS_COMPACT)
 
 
 def program(kind: OpKind, steps: Steps = NO_STEPS) -> tuple[int, int]:
@@ -108,5 +108,5 @@ def program_bytes(target: Target, kinds, steps: Steps = NO_STEPS) -> int:
 
 
 __all__ = ["ALL", "BY_NAME", "EXECUTE", "Codelet", "COMPACT_STEPS", "Cost", "MAX_ROTATION",
-           "MAX_SLICES_COMPACT", "NO_STEPS", "PROGRAM", "ROTATING_STEPS", "Steps", "program", "VectorCost", "attention", "code_bytes", "call_cycles",
+           "MAX_STEPS_COMPACT", "NO_STEPS", "PROGRAM", "ROTATING_STEPS", "Steps", "program", "VectorCost", "attention", "code_bytes", "call_cycles",
            "exchange_cost", "gemm", "patch_cycles", "program_bytes", "round_cycles", "transfers_cost", "vector"]

@@ -2,7 +2,7 @@
 has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices), vit-small with FP8
 GEMMs in the compact catalogue (running sums in the F16 outputs), pe-tiny in the compact catalogue (its QKV,
 read by rotary attention, rotating with RoPE after the last step), a one-layer FP8 tower of width 512 on the full
-target rotating through 16 k-slices (compact) and pe-tiny (ring attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
+target rotating through 16 k-slices (compact), a ring of all 10 query cells of a group (compact) and pe-tiny (ring attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
 k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
 the checker."""
@@ -79,6 +79,16 @@ def sixteen(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def full_ring(tmp_path_factory):
+    """The compact catalogue rings all of a group's query cells: vit-small at 182 pixels (169 tokens), batch 3,
+    two heads: 10 query cells per group on 64 tiles, a ring of 10 key panels."""
+    from tests.runner.test_shapes import _model
+    m = tmp_path_factory.mktemp("ring") / "vit-169-fp8.yaml"
+    m.write_text(_model("vit-small", dict(precision="fp8", size=182, layers=1)))
+    return _build(tmp_path_factory, m, 3, (3, 182, 182), catalogue="compact", ring=10)
+
+
+@pytest.fixture(scope="module")
 def rope_rotating(tmp_path_factory):
     """pe-tiny in the compact catalogue: its QKV, read by rotary attention, rotates and applies RoPE after."""
     return _build(tmp_path_factory, "pe-tiny", 1, (3, 384, 384), "--layers", "2", catalogue="compact")
@@ -126,7 +136,12 @@ def test_the_compact_catalogue_rotates_through_16_slices(sixteen):
     assert any(c.get("rotate") == 16 and c.get("accumulate") == "out" for c in plan["choices"].values())
 
 
-@pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating", "sixteen"])
+def test_the_compact_catalogue_rings_every_query_cell_of_a_group(full_ring):
+    c = json.loads((full_ring / "plan.json").read_text())["choices"]["encoder/attn"]
+    assert c["ring"] == c["query_blocks"] == 10
+
+
+@pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating", "sixteen", "full_ring"])
 def test_package_checks_and_runs_bit_exact(which, request, cli):
     d = request.getfixturevalue(which)
     r = cli("check", d / "model.ipupkg")
