@@ -9,7 +9,9 @@ kernel over panel (q + t) mod r into a softmax state and, after the first step, 
 state (the flash-decoding merge); the last merge writes the F16 output. Between steps every cell sends its k
 and v panels to the previous cell of its ring, one run each (one exchange superstep per shift). Panels are
 stored at the largest panel's rows, so they alternate between the operands' own exchanged copies (free after
-their first step) and one panel buffer each.
+their first step) and one panel buffer each. In the compact catalogue the state is carried instead
+(codelets.attention.CARRY): each step's streaming kernel continues the running state over its panel, as if the
+panel's keys followed the previous ones in one stream; no step state, no merge.
 """
 
 from __future__ import annotations
@@ -88,16 +90,25 @@ def ring(ctx: Ctx, sop: SOp) -> list[Impl]:
             internal = shifts(ctx, sop.key, ends, kv, out, nq, r)
             il, std = att.scratch_bytes(qb, kb, D, True)
             panel = int(kv.block_bytes().max())
+            carry = ctx.compact  # the streaming kernel continues the running state: no step state, no merge
+            state = Buf("softmax state", per_block(out, att.state_bytes(qb, D)), Life.COMPUTE)
             bufs = (Buf("scratch (probabilities, accumulator)", per_block(out, il, IL), Life.COMPUTE),
                     Buf("scratch (scores, softmax state)", per_block(out, std, STD), Life.COMPUTE),
                     Buf("k panels", per_block(out, panel, IL), Life.COMPUTE),
-                    Buf("v panels", per_block(out, panel, IL), Life.COMPUTE),
-                    Buf("softmax state", per_block(out, att.state_bytes(qb, D)), Life.COMPUTE),
-                    Buf("step softmax state", per_block(out, att.state_bytes(qb, D)), Life.COMPUTE),
-                    *[descriptors(ctx, out, att.STREAMING)] * r, *[descriptors(ctx, out, att.MERGE)] * (r - 1))
-            f = {"kind": "attention", "query_blocks": nq, "key_splits": 1, "mode": "streaming", "ring": r}
+                    Buf("v panels", per_block(out, panel, IL), Life.COMPUTE), state)
+            if carry:
+                bufs += (*[descriptors(ctx, out, att.CARRY)] * r,)
+                codelets, sets = (att.CARRY.name,), r
+            else:
+                bufs += (Buf("step softmax state", per_block(out, att.state_bytes(qb, D)), Life.COMPUTE),
+                         *[descriptors(ctx, out, att.STREAMING)] * r, *[descriptors(ctx, out, att.MERGE)] * (r - 1))
+                codelets, sets = (att.STREAMING.name, att.MERGE.name), 2 * r - 1
+            f = {"kind": "attention", "query_blocks": nq, "key_splits": 1, "mode": "streaming", "ring": r} | \
+                ({"carry": True} if carry else {})
+            # carrying the state costs what the merge it replaces costs (its load and store are not measured)
             cyc = r * att.cycles(tg, qb, kb, D) + (r - 1) * att.merge_cycles(tg, qb, D)
-            impls.append(Impl(sop.key, f"ring {B}x{H} groups x {nq} query blocks, {r} key panels", f, out,
-                              {0: qn, 1: kv, 2: kv}, (), bufs, cyc, (att.STREAMING.name, att.MERGE.name), 2 * r - 1,
+            impls.append(Impl(sop.key, f"ring {B}x{H} groups x {nq} query blocks, {r} key panels"
+                              + (", state carried" if carry else ""), f, out,
+                              {0: qn, 1: kv, 2: kv}, (), bufs, cyc, codelets, sets,
                               internal, sum(round_cycles(tg, s.transfers) for s in internal)))
     return impls

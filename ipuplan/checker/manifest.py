@@ -362,6 +362,17 @@ def _attention(op, g, s, plan, v):
     return {0: _f32_bits(op.attrs.scale), 1: int(c["mode"] == "streaming"), 2: int(states), 3: STREAM_PANEL}
 
 
+def _carry(op, g, s, plan, v):
+    """A carrying ring step t of r: the first starts the running state, the last writes the output."""
+    from ..codelets.attention import STREAM_PANEL
+    r = int(_choice(plan, s).get("ring", 0))
+    steps = [f"attention step {t} of {r}" for t in range(1, r + 1)]
+    if s.name not in steps:
+        raise Mismatch(f"step {s.step} ({s.op} {s.name}): carrying attention vertices outside the {r} steps of a ring")
+    return {0: _f32_bits(op.attrs.scale), 1: 1, 2: int(s.name == steps[0]), 3: STREAM_PANEL,
+            4: int(s.name == steps[-1])}
+
+
 def _merge(op, g, s, plan, v):
     return {1: op.attrs.head_dim}
 
@@ -401,6 +412,7 @@ EXPECT = {
     cl.vector.ROPE.name: ({OpKind.MATMUL}, _rope, (0, 3, 4, 5, 6, 7)),  # first row and column, q and k windows
     cl.attention.STREAMING.name: ({OpKind.ATTENTION}, _attention, ()),
     cl.attention.MATERIALIZED.name: ({OpKind.ATTENTION}, _attention, ()),
+    cl.attention.CARRY.name: ({OpKind.ATTENTION}, _carry, ()),
     cl.attention.MERGE.name: ({OpKind.ATTENTION}, _merge, (0,)),  # the last round's flag
 }
 
@@ -417,8 +429,10 @@ def _params(s, ops, plan) -> None:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} vertices outside every op")
         if op is not None and op.kind not in kinds:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} does not implement a {op.kind.value} op")
-        if v.codelet in (cl.attention.STREAMING.name, cl.attention.MATERIALIZED.name):
-            want = cl.attention.STREAMING if _choice(plan, s)["mode"] == "streaming" else cl.attention.MATERIALIZED
+        if v.codelet in (cl.attention.STREAMING.name, cl.attention.MATERIALIZED.name, cl.attention.CARRY.name):
+            c = _choice(plan, s)
+            want = cl.attention.CARRY if c.get("carry") else \
+                cl.attention.STREAMING if c["mode"] == "streaming" else cl.attention.MATERIALIZED
             if v.codelet != want.name:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan chose {want.name}")
         acc_names = {c.name for c in cl.gemm.ACCUMULATE.values()} | {cl.gemm.ACCUMULATE_OUT.name}

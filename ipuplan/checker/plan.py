@@ -82,14 +82,14 @@ class Limits:
             budget = target.exchange_table_bytes_max
         boolean(o, "relays", f"{where}.options")
         cat = catalogue_of(o, where)
-        rotating, in_place = cat in ROTATING_CATALOGUES, cat == "compact"
+        rotating, compact = cat in ROTATING_CATALOGUES, cat == "compact"
         steps = steps_of(cat)
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
         else:
             mm = target.memory_map
-            support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target, rotating, in_place) - mm.code_window_bytes)
+            support = (mm.fixed_bytes + mm.code_window_bytes + max(0, codelets.code_bytes(target, rotating, compact) - mm.code_window_bytes)
                        + codelets.program_bytes(target, kinds, steps))
         headroom = integer(o, "headroom", f"{where}.options", 0, usable - 1)  # as `solve` accepts it
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,

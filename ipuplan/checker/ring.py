@@ -5,7 +5,8 @@ the r - 1 shift exchanges, derived here from the op and the fields alone.
 Query cell (b, q, h) sits on tile b * nq * H + q * H + h; keys and values are cut into r balanced panels stored
 at the largest panel's rows padded to 16, panel s of (b, h) first on cell s of every ring of r query cells. A
 shift sends every cell's k and v panels to the previous cell of its ring, one run of the stored rows each; the
-panel for step t sits in the operand's exchanged copy when t is even, else in the op's panel buffer."""
+panel for step t sits in the operand's exchanged copy when t is even, else in the op's panel buffer. `carry: true`
+(compact catalogue): every step continues the running state, no step state and no merges."""
 
 from __future__ import annotations
 
@@ -52,9 +53,16 @@ def ring(cx: Ctx, o, ch: dict, path: str) -> Derived:
     d.bufs += [("scratch (probabilities, accumulator)", per_block(out, il, "il"), "compute"),
                ("scratch (scores, softmax state)", per_block(out, std), "compute"),
                ("k panels", per_block(out, panel, "il"), "compute"), ("v panels", per_block(out, panel, "il"), "compute"),
-               ("softmax state", per_block(out, att.state_bytes(qb, D)), "compute"),
-               ("step softmax state", per_block(out, att.state_bytes(qb, D)), "compute")]
-    d.bufs += [cx.descriptors(out, att.STREAMING, 0)] * r + [cx.descriptors(out, att.MERGE, 0)] * (r - 1)
+               ("softmax state", per_block(out, att.state_bytes(qb, D)), "compute")]
+    carry = "carry" in ch and one_of(ch, "carry", path, (True,))
+    if carry and not cx.compact:
+        raise Invalid(f"{path}.carry: a ring carrying its softmax state needs the compact catalogue (its code links "
+                      f"{att.CARRY.name})")
+    if carry:
+        d.bufs += [cx.descriptors(out, att.CARRY, 0)] * r
+    else:
+        d.bufs.append(("step softmax state", per_block(out, att.state_bytes(qb, D)), "compute"))
+        d.bufs += [cx.descriptors(out, att.STREAMING, 0)] * r + [cx.descriptors(out, att.MERGE, 0)] * (r - 1)
     tiles = block_tiles(out, T)[0]  # [B * nq, H]
     cell = np.arange(B * nq)
     q = cell % nq

@@ -12,7 +12,7 @@ from . import attention, gemm, vector
 
 ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, *gemm.ACCUMULATE.values(), gemm.ACCUMULATE_OUT,
                             attention.STREAMING, attention.MATERIALIZED,
-                            attention.MERGE,
+                            attention.MERGE, attention.CARRY,
                             vector.LAYERNORM, vector.LAYERNORM_STATS, vector.ADD, vector.GELU, vector.CAST,
                             vector.COPY, vector.ROPE)
 BY_NAME = {c.name: c for c in ALL}
@@ -23,6 +23,7 @@ EXECUTE = {gemm.GEMM[False].name: gemm.execute_gemm, gemm.GEMM[True].name: gemm.
            gemm.ACCUMULATE[True].name: gemm.execute_accumulate, gemm.ACCUMULATE_OUT.name: gemm.execute_accumulate_out,
            attention.STREAMING.name: attention.execute_attention,
            attention.MATERIALIZED.name: attention.execute_attention, attention.MERGE.name: attention.execute_merge,
+           attention.CARRY.name: attention.execute_carry,
            vector.LAYERNORM.name: vector.execute_layernorm, vector.LAYERNORM_STATS.name: vector.execute_layernorm_stats,
            vector.ADD.name: vector.execute_add, vector.GELU.name: vector.execute_gelu, vector.CAST.name: vector.execute_cast,
            vector.COPY.name: vector.execute_copy, vector.ROPE.name: vector.execute_rope}
@@ -91,12 +92,15 @@ def round_cycles(target: Target, trs) -> int:
     return transfers_cost(target, list(trs)).total + target.exchange_sync_cycles
 
 
-def code_bytes(target: Target, rotating: bool = False, in_place: bool = False) -> int:
+COMPACT_CODELETS = frozenset({gemm.ACCUMULATE_OUT.name, attention.CARRY.name})  # linked in the compact catalogue
+
+
+def code_bytes(target: Target, rotating: bool = False, compact: bool = False) -> int:
     """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses); the
-    accumulating GEMMs only in a catalogue that offers rotating matmuls, the in-place one only in a catalogue
-    that offers in-place accumulation."""
+    accumulating GEMMs only in a catalogue that offers rotating matmuls, the in-place GEMM and the carrying
+    ring step only in the compact catalogue."""
     rot = {c.name for c in gemm.ACCUMULATE.values()}
-    skip = (set() if rotating else rot) | (set() if in_place else {gemm.ACCUMULATE_OUT.name})
+    skip = (set() if rotating else rot) | (set() if compact else COMPACT_CODELETS)
     return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if c.name not in skip)
 
 

@@ -30,6 +30,11 @@ STREAMING = Codelet("AttentionStreamingF16", 3072, ("q", "k", "v", "out", "scrat
 MATERIALIZED = Codelet("AttentionMaterializedF16", 2048, ("q", "k", "v", "out", "scratch", "state"), params=6,
                        interleaved=("q", "k", "v", "scratch"))
 MERGE = Codelet("SoftmaxStateMergeF32", 768, ("state", "received", "out"), params=4)
+# A ring step that carries the softmax state: the streaming kernel continues from the running state rows in
+# `carry` ([acc(D), max, sum] F32) over this step's key panel and writes them back, or on the last step writes
+# the F16 output (no step state, no merge); params: scale, streaming (1), first, panel, last
+CARRY = Codelet("AttentionCarryF16", 3072, ("q", "k", "v", "carry", "out", "scratch", "state"), params=6,
+                interleaved=("q", "k", "v", "scratch"))
 # bundles per 64-bit vector: of F32 scores, of the F32 accumulator, of F32 state, of F16 keys
 SOFTMAX = VectorCost(6, "ISA count per two F32 scores: scale and running max, exp, sum, F16 round and store")
 CAST = VectorCost(2, "ISA count per two F32 values: one load, the F16 convert co-issued, half a store")
@@ -79,20 +84,24 @@ def scratch_bytes(q_rows: int, keys: int, head_dim: int, streaming: bool) -> tup
 # --- semantics: one cell's softmax state, the merge, the output -------------------------------------------
 
 def block(q: np.ndarray, k: np.ndarray, v: np.ndarray, scale: float, streaming: bool, chunk: int,
-          k_of: np.ndarray | None = None, v_of: np.ndarray | None = None):
+          k_of: np.ndarray | None = None, v_of: np.ndarray | None = None, init=None):
     """Cells [V, ...] at once: (accumulator [V, R, D], running max [V, R], denominator [V, R]), all F32.
     QK^T and PV run on the AMP (F16 operands, F32 accumulation in runs of `chunk`); the probabilities are
     rounded to F16 for PV. Streaming takes the keys in panels of STREAM_PANEL with an online softmax;
     materialized takes them all at once. With `k_of` / `v_of`, cell c's keys are k[k_of[c]] and its values
-    v[v_of[c]] (a head's keys and values held once however many query blocks read them)."""
+    v[v_of[c]] (a head's keys and values held once however many query blocks read them). `init`: a state
+    (accumulator, max, denominator) the online softmax continues from, as if its keys came first."""
     V, R, S = q.shape[0], q.shape[1], k.shape[1]
     cells = np.arange(V)
     k_of = cells if k_of is None else k_of
     v_of = cells if v_of is None else v_of
     panel = STREAM_PANEL if streaming else max(S, 1)
-    m = np.full((V, R), -np.inf, np.float32)
-    den = np.zeros((V, R), np.float32)
-    acc = np.zeros((V, R, v.shape[2]), np.float32)
+    if init is None:
+        m = np.full((V, R), -np.inf, np.float32)
+        den = np.zeros((V, R), np.float32)
+        acc = np.zeros((V, R, v.shape[2]), np.float32)
+    else:
+        acc, m, den = (np.array(x, np.float32) for x in init)
     sc = np.float32(scale)
     for p0 in range(0, S, panel):
         kt = np.ascontiguousarray(np.swapaxes(k[:, p0:p0 + panel], 1, 2))
@@ -136,6 +145,23 @@ def execute_attention(v, pol) -> None:
         v.write("out", np.concatenate([st[0], st[1][..., None], st[2][..., None]], -1), "f32")
     else:
         v.write("out", finish(st), "f16")
+
+
+def execute_carry(v, pol) -> None:
+    """AttentionCarryF16: a ring step continuing the running softmax state in `carry` (none on the first step)."""
+    q, (k, k_of), (val, v_of) = v.read("q", "f16"), v.read_unique("k", "f16"), v.read_unique("v", "f16")
+    v.write_flat("scratch", np.zeros((len(q), v.nbytes("scratch") // 4)), "f32")
+    v.write_flat("state", np.zeros((len(q), v.nbytes("state") // 4)), "f32")
+    D = v.nbytes("carry") // 4 - 2
+    init = None
+    if not v.params[0, 2]:
+        c = v.read("carry", "f32")
+        init = (c[..., :D], c[..., D], c[..., D + 1])
+    st = block(q, k, val, _f32(int(v.params[0, 0])), bool(v.params[0, 1]), pol.chunk, k_of, v_of, init)
+    if v.params[0, 4]:
+        v.write("out", finish(st), "f16")
+    else:
+        v.write("carry", np.concatenate([st[0], st[1][..., None], st[2][..., None]], -1), "f32")
 
 
 def execute_merge(v, pol) -> None:

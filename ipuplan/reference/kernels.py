@@ -148,12 +148,25 @@ def attention(op, ins, vals, out, pol):
 
 def _ring(qg, kg, vg, scale: float, ch: dict, chunk: int):
     """Plan-faithful ring attention: keys in r balanced panels; query block q starts with panel q mod r and merges
-    the next panel of its ring at every step into its running state."""
+    the next panel of its ring at every step into its running state, or (carrying it) continues the running
+    state's online softmax over the next panel."""
     r, nq = ch["ring"], ch["query_blocks"]
     sq, sk = qg.shape[1], kg.shape[1]
     kb = np.concatenate([[0], np.cumsum(balanced(sk, r))])
-    states = [att.block(qg, kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], scale, True, chunk) for s in range(r)]
     qblock = np.repeat(np.arange(nq), balanced(sq, nq))  # the query block of every row
+    if ch.get("carry"):  # rows whose block is c mod r take panels c, c + 1, ... in one stream
+        acc = np.empty(qg.shape[:2] + (vg.shape[2],), np.float32)
+        m, den = np.empty(qg.shape[:2], np.float32), np.empty(qg.shape[:2], np.float32)
+        for c in range(r):
+            rows = np.flatnonzero(qblock % r == c)
+            st = None
+            for t in range(r):
+                s = (c + t) % r
+                st = att.block(np.ascontiguousarray(qg[:, rows]), kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], scale,
+                               True, chunk, init=st)
+            acc[:, rows], m[:, rows], den[:, rows] = st
+        return acc, m, den
+    states = [att.block(qg, kg[:, kb[s]:kb[s + 1]], vg[:, kb[s]:kb[s + 1]], scale, True, chunk) for s in range(r)]
 
     def at(t):
         pick = (qblock + t) % r

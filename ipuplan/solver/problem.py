@@ -201,7 +201,7 @@ def build_problem(graph: Graph, target: Target, batch: int, support_reserve: int
             cs, xs = cl.program(sop.op.kind, cctx.steps)
             assert im.compute_sets + 1 <= cs and 2 + len(im.internal) <= xs, (sop.key, im.label)
     acct = Accounting.for_target(target, support_reserve, cl.program_bytes(target, [s.op.kind for s in sched.ops], cctx.steps),
-                                 cl.code_bytes(target, cctx.rotating, cctx.in_place), table_budget, headroom)
+                                 cl.code_bytes(target, cctx.rotating, cctx.compact), table_budget, headroom)
 
     def xfer(src, dst: Layout, rows=None) -> Transfer:
         key = (src, dst, rows)

@@ -2,7 +2,7 @@
 has such an implementation restricted to those: vit-small (matmuls rotating 2 and 3 slices), vit-small with FP8
 GEMMs in the compact catalogue (running sums in the F16 outputs), pe-tiny in the compact catalogue (its QKV,
 read by rotary attention, rotating with RoPE after the last step), a one-layer FP8 tower of width 512 on the full
-target rotating through 16 k-slices (compact), a ring of all 10 query cells of a group (compact) and pe-tiny (ring attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
+target rotating through 16 k-slices (compact), a ring of all 10 query cells of a group carrying its softmax state (compact) and pe-tiny (ring attention over 4 key panels, RoPE on q and k) — solved and checked, placed, lowered, package-checked with its
 symbolic replay, emulated bit for bit equal to the plan-faithful reference (which sums each output block's
 k-slices, and merges each query block's key panels, in its own rotation order); a tampered rotation is refused by
 the checker."""
@@ -138,7 +138,7 @@ def test_the_compact_catalogue_rotates_through_16_slices(sixteen):
 
 def test_the_compact_catalogue_rings_every_query_cell_of_a_group(full_ring):
     c = json.loads((full_ring / "plan.json").read_text())["choices"]["encoder/attn"]
-    assert c["ring"] == c["query_blocks"] == 10
+    assert c["ring"] == c["query_blocks"] == 10 and c["carry"] is True  # the softmax state carried, no merges
 
 
 @pytest.mark.parametrize("which", ["built", "ringed", "in_place", "rope_rotating", "sixteen", "full_ring"])
@@ -169,7 +169,8 @@ def test_the_checker_refuses_a_tampered_rotation(built, cli, tmp_path, field, va
     ("in_place", "rotating", "the compact catalogue"),  # the rotating catalogue's code has no in-place GEMM
     ("in_place", None, "accumulate: 'F32' is invalid"),
     ("rope_rotating", "rope", "feeding rotary attention"),
-    ("sixteen", "rope", "rotate: 16 is invalid")])
+    ("sixteen", "rope", "rotate: 16 is invalid"),
+    ("full_ring", "rope", "ring: 10 is invalid")])
 def test_the_checker_refuses_what_the_plans_catalogue_does_not_offer(request, cli, tmp_path, which, change, says):
     import shutil
     d = tmp_path / "plan"

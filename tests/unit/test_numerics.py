@@ -110,3 +110,24 @@ def test_a_continued_accumulation_equals_one_pass_over_the_joined_k(m, slices, n
         y = gemm(x[:, k0:k0 + s * chunk], w[k0:k0 + s * chunk], acc, chunk, y)
         k0 += s * chunk
     assert np.array_equal(to_bits(y, acc), to_bits(gemm(x, w, acc, chunk), acc))
+
+
+@settings(max_examples=20, deadline=None)
+@given(rows=st.integers(1, 5), panels=st.lists(st.integers(1, 3), min_size=1, max_size=3), seed=st.integers(0, 2**31 - 1))
+def test_a_carried_softmax_state_equals_one_stream_over_the_joined_keys(rows, panels, seed):
+    """The ring step carrying its state (codelets.attention.CARRY) continues the online softmax: key panels of
+    whole 64-key stream panels taken one after another round exactly as one stream over all of them."""
+    from ipuplan.codelets import attention as att
+    rng = np.random.default_rng(seed)
+    D = 16
+    keys = att.STREAM_PANEL * sum(panels)
+    q = round_to(rng.standard_normal((2, rows, D)).astype(np.float32), DType.F16)
+    k = round_to(rng.standard_normal((2, keys, D)).astype(np.float32), DType.F16)
+    v = round_to(rng.standard_normal((2, keys, D)).astype(np.float32), DType.F16)
+    st, k0 = None, 0
+    for p in panels:
+        k1 = k0 + p * att.STREAM_PANEL
+        st = att.block(q, k[:, k0:k1], v[:, k0:k1], 0.25, True, 16, init=st)
+        k0 = k1
+    whole = att.block(q, k, v, 0.25, True, 16)
+    assert all(np.array_equal(a, b) for a, b in zip(st, whole))

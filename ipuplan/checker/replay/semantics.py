@@ -256,7 +256,9 @@ def layernorm(g) -> None:
     g.write("out", out_tags(op.out, op.gen, 0, xr, C, c0, n, 2))
 
 
-def attention(g) -> None:
+def _attention_operands(g):
+    """(q rows [V, R], head [V], first key [V], keys) of an attention vertex: q, k and v one head's columns, the
+    keys consecutive rows of the query's image, v's rows k's; scratch fields left unread."""
     op = g.op
     D, S, Sk, H = op.head_dim, op.sq, op.sk, op.heads
     qr, qc, qd = expect(g, "q", 0)
@@ -279,13 +281,50 @@ def attention(g) -> None:
     g.require((vr == kr)[:, :, None], "v", lambda v: "v rows differ from k rows")
     g.scratch("scratch")
     g.scratch("state")
-    Rk = kr.shape[1]
+    return qr, h, t0, kr.shape[1]
+
+
+def attention(g) -> None:
+    op = g.op
+    D, Sk, H = op.head_dim, op.sk, op.heads
+    qr, h, t0, Rk = _attention_operands(g)
     if g.params[0, 2] == 0:
         g.require(((t0 == 0) & (Rk == Sk))[:, None, None], "k", lambda v: f"reads keys [{t0[v]}, +{Rk}) of {Sk}")
         g.write("out", out_tags(op.out, op.gen, 0, qr, H * D, h * D, D, 2))
     else:
         code = op.interval("s", t0, t0 + Rk)
         g.write("out", out_tags(op.state, op.gen, code, qr, H * (D + 2), h * (D + 2), D + 2, 4))
+
+
+def carry(g) -> None:
+    """A ring step carrying the softmax state: the running state of the same query rows and head (none on the
+    first step) continues over this panel's keys, which must start where the summed keys end (wrapping at the
+    image's last key); the last step's keys complete the image and it writes the output."""
+    op = g.op
+    D, Sk, H = op.head_dim, op.sk, op.heads
+    qr, h, t0, Rk = _attention_operands(g)
+    first, last = g.params[:, 2], g.params[:, 4]
+    g.require(((first == first[0]) & (last == last[0]))[:, None, None], "carry", lambda v: "mixed first and last steps")
+    want = out_tags(op.state, op.gen, 0, qr, H * (D + 2), h * (D + 2), D + 2, 4)
+    if first[0]:
+        lo, hi = t0, t0 + Rk
+    else:
+        tags = g.read("carry")
+        d = unpack(tags)
+        g.require(d.valid & (d.tensor == op.state) & (d.gen == op.gen), "carry",
+                  lambda v: g.describe(tags[v], f"{g.tensors.name(op.state)} iteration {op.gen}"))
+        g.require(d.elem == unpack(want).elem, "carry", lambda v: "the running state holds other query rows or heads")
+        g.require(d.code == d.code[:, :1, :1], "carry", lambda v: "mixed key runs")
+        lo, hi = op.bounds("s", d.code[:, 0, 0])
+        g.require((hi % Sk == t0)[:, None, None], "k", lambda v: f"keys [{t0[v]}, +{Rk}) do not continue the summed "
+                  f"run [{lo[v]}, {hi[v]}) of {Sk}")
+        hi = hi + Rk
+    if last[0]:
+        g.require(((hi - lo) == Sk)[:, None, None], "carry", lambda v: f"the last step covers {hi[v] - lo[v]} of {Sk} keys")
+        g.write("out", out_tags(op.out, op.gen, 0, qr, H * D, h * D, D, 2))
+    else:
+        g.require(((hi - lo) < Sk)[:, None, None], "k", lambda v: "a key panel summed twice")
+        g.write("carry", out_tags(op.state, op.gen, op.interval("s", lo, hi), qr, H * (D + 2), h * (D + 2), D + 2, 4))
 
 
 def merge(g) -> None:
@@ -332,4 +371,5 @@ RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "Am
          "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
          "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
          "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
+         "AttentionCarryF16": carry,
          "SoftmaxStateMergeF32": merge, "RopeF16": rope}
