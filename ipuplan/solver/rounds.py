@@ -53,7 +53,9 @@ class _Progress(cp_model.CpSolverSolutionCallback):
         self.what = what
 
     def on_solution_callback(self) -> None:
-        if self.report:
+        if self.report and self.what == "plan":  # no objective: the probe's first plan
+            self.report(f"a plan ({self.WallTime():.1f} s)")
+        elif self.report:
             self.report(f"{self.what} {self.ObjectiveValue():,.0f}, bound {self.BestObjectiveBound():,.0f} "
                         f"({self.WallTime():.1f} s)")
 

@@ -29,6 +29,7 @@ from .budget import Budget, WallClockExpired
 from .certificate import build_certificate, choice_record
 from .classes import tile_classes, tile_ranges
 from .explain import elastic_explanation, minimize_core
+from .probe import probe
 from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
 from .model import Guard, ModelCtx
 from .objective import objective_expr, objective_value
@@ -149,8 +150,20 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if report:
         report(f"model: {stats['implementations']} implementations, {stats['literals']} literals, "
                f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps")
-    status, solver, rounds, added = solve_rounds(ctx, opts, report, budget, "cycles")
-    stats.update(status=solver.StatusName(status), rounds=rounds, workers=opts.workers, seed=opts.seed)
+    first, plan0 = probe(ctx, opts, report, budget)
+    stats["probe"] = first.name
+    if first == cp_model.INFEASIBLE:  # the same constraints: the cycle search would say so too
+        status, rounds, added, name = first, 0, 0, "INFEASIBLE"
+    else:
+        status, solver, rounds, added = solve_rounds(ctx, opts, report, budget, "cycles")
+        name = solver.StatusName(status)
+    stats.update(status=name, rounds=rounds, workers=opts.workers, seed=opts.seed)
+    if plan0 is not None and (status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or added):
+        # the cycle search ended without a better plan exact on every tile: the probe's, with the search's bound
+        fastest = objective_value(p, plan0)
+        bound = min(fastest, int(np.ceil(solver.BestObjectiveBound() - 1e-6)))
+        stats["deterministic_time"] = round(budget.spent, 3)
+        return SolveResult(Verdict.FIT, p, plan_body(p, plan0, bound, classes, fastest), stats=stats, chosen=plan0)
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if added:
             stats["deterministic_time"] = round(budget.spent, 3)

@@ -1,0 +1,57 @@
+"""A plan first: before minimizing cycles, the same model without its objective, hinted toward every op's
+leanest implementation, looks for any plan on a share of the effort. Where capacity is what is hard (a batch
+near the most a catalogue holds) the cycle objective steers the search toward fast, memory-hungry
+implementations and can spend all its effort without a plan, although one exists; the probe's plan then
+hints the cycle search. Sound either way: the probe adds no constraint, and its INFEASIBLE is the model's."""
+
+from __future__ import annotations
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from ..catalogue.impl import Impl, Life, ParamMode
+from .budget import Budget
+from .model import ModelCtx
+from .objective import add_objective
+from .rounds import chosen_literals, solve_rounds
+
+SHARE = 0.25  # of the effort left, at most
+MAX_EFFORT = 120.0  # deterministic seconds, at most
+
+
+def own_bytes(im: Impl, tiles: int) -> int:
+    """Bytes an implementation's own buffers take on their fullest tile during its compute step: output,
+    exchanged inputs, staged parameters and scratch (resident parameters are held all program long)."""
+    parts = [im.out.tile_bytes(tiles)] + [lay.tile_bytes(tiles) for lay in im.needs.values()]
+    parts += [b.layout.tile_bytes(tiles) for b in im.bufs if b.life is not Life.PROGRAM]
+    parts += [p.layout.tile_bytes(tiles) for p in im.params if p.mode is ParamMode.STAGED]
+    return int(sum(np.asarray(x, np.int64) for x in parts).max())
+
+
+def leanest(p) -> dict[str, int]:
+    """Per op, the index of its implementation with the fewest own bytes (the first of equals)."""
+    T = p.target.tiles
+    return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T)) for op, impls in p.impls.items()}
+
+
+def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
+    """(CP-SAT status, a plan exact on every tile or None). Leaves the model with its objective again, hinted
+    with the plan when there is one."""
+    lean = leanest(ctx.p)
+    ctx.m.ClearObjective()
+    ctx.m.ClearHints()
+    for k, v in ctx.x.items():
+        if k[0] == "impl":
+            ctx.m.AddHint(v, k[2] == lean[k[1]])
+    sub = budget.share(SHARE)
+    sub.effort = min(sub.effort, MAX_EFFORT)
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
+    budget.spend(sub.spent)
+    add_objective(ctx)
+    ctx.m.ClearHints()
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or added:
+        return status, None
+    chosen = chosen_literals(ctx, solver)
+    for k, v in ctx.x.items():
+        ctx.m.AddHint(v, k in chosen)
+    return status, chosen
