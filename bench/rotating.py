@@ -1,9 +1,11 @@
-"""Rotating matmuls and ring attention emulated at full width: each case built with `--catalogue rotating` and every
+"""Rotating matmuls and ring attention emulated at full width: each case built with `--catalogue rotating` (or
+`--catalogue compact`) and every
 matmul and attention that has a rotating (ring) implementation restricted to those, so that they are what runs;
 then `ipuplan check` of the package (its replay included) and `ipuplan run --compare` on seeded N(0, 1) pixels,
 random weights (the emulator against the plan-faithful reference, which follows every rotation's order).
 
-Usage: python bench/rotating.py [--cases siglip:2:4] [--rotate 0] [--ring 0] [--out bench/out/rotating]
+Usage: python bench/rotating.py [--cases siglip:2:4] [--catalogue rotating] [--rotate 0] [--ring 0]
+       [--out bench/out/rotating]
 (a case is model:layers:batch; --rotate N / --ring N keep only N-slice rotating matmuls / N-panel ring attention
 where an op has them, 0 any)
 """
@@ -39,28 +41,29 @@ def restrict(rotate: int, ring: int) -> None:
         CATALOGUE[kind] = only
 
 
-def build(model: str, layers: int, batch: int, out: Path) -> int:
+def build(model: str, layers: int, batch: int, out: Path, catalogue: str) -> int:
     """`ipuplan build` in this process (so that the restricted catalogue is what it plans with)."""
     sys.path.insert(0, str(ROOT))
     from tests.tests_helpers import run_main
     return run_main("build", ROOT / "models" / f"{model}.yaml", "--layers", layers, "--batch", batch, "--catalogue",
-                    "rotating", "-o", out)
+                    catalogue, "-o", out)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="siglip:2:4")
+    ap.add_argument("--catalogue", default="rotating", choices=("rotating", "compact"))
     ap.add_argument("--rotate", type=int, default=0)
     ap.add_argument("--ring", type=int, default=0)
     ap.add_argument("--out", default=str(ROOT / "bench" / "out" / "rotating"))
     a = ap.parse_args()
     restrict(a.rotate, a.ring)
-    print(f"# rotating-only builds, c600, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}")
+    print(f"# rotating-only builds, --catalogue {a.catalogue}, c600, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}")
     for case in a.cases.split(","):
         model, layers, batch = case.split(":")
-        d = Path(a.out) / f"{model}-l{layers}-b{batch}-r{a.rotate}-ring{a.ring}"
+        d = Path(a.out) / f"{model}-l{layers}-b{batch}-{a.catalogue}-r{a.rotate}-ring{a.ring}"
         t0 = time.perf_counter()
-        rc = build(model, int(layers), int(batch), d)
+        rc = build(model, int(layers), int(batch), d, a.catalogue)
         print(f"## {case}: build exit {rc}, {time.perf_counter() - t0:.0f} s", flush=True)
         if rc:
             continue
