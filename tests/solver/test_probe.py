@@ -1,0 +1,68 @@
+"""The plan-first probe (solver/probe.py): its hints point at each op's leanest implementation, a probe plan stands
+(and passes the checker) when the cycle search ends without one, and a probe INFEASIBLE goes to the certificate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from ortools.sat.python import cp_model
+
+from conftest import MODELS, ROOT
+from ipuplan.checker import check_plan
+
+SMALL = ROOT / "targets" / "small64.yaml"
+
+
+def _problem(batch: int = 2):
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.target import load_target
+    return build_problem(build_graph(load_model(MODELS / "vit-small.yaml"), batch), load_target(SMALL), batch, None,
+                         False, None, 0, Catalogue.SHAPED)
+
+
+def test_the_leanest_implementation_has_the_fewest_own_bytes():
+    from ipuplan.solver.probe import leanest, own_bytes
+    p = _problem()
+    lean = leanest(p)
+    assert set(lean) == set(p.impls)
+    for op, impls in p.impls.items():
+        sizes = [own_bytes(im, p.target.tiles) for im in impls]
+        assert sizes[lean[op]] == min(sizes)
+        assert len(set(sizes)) == 1 or max(sizes) > sizes[lean[op]]
+
+
+def test_the_probes_plan_stands_when_the_cycle_search_finds_none(monkeypatch, cli, tmp_path):
+    """The cycle search made to end UNKNOWN: the verdict is still FIT, with the probe's plan, and it checks."""
+    import ipuplan.solver.solve as solve_mod
+    real = solve_mod.solve_rounds
+
+    def cycles_find_nothing(ctx, opts, report, budget, what, keep_free=False):
+        status, solver, rounds, added = real(ctx, opts, report, budget, what, keep_free)
+        return (cp_model.UNKNOWN, solver, rounds, 0) if what == "cycles" else (status, solver, rounds, added)
+    monkeypatch.setattr(solve_mod, "solve_rounds", cycles_find_nothing)
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "-o", tmp_path)
+    assert r.code == 0, r.out + r.err
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert check_plan(plan).ok
+    stats = json.loads((tmp_path / "solve-stats.json").read_text())
+    assert stats["probe"] == "OPTIMAL" and stats["status"] == "UNKNOWN"
+
+
+def test_a_probe_infeasible_is_certified(cli, tmp_path):
+    """Batch 4 of vit-small with 600 KB per tile held back has no plan: the probe's INFEASIBLE takes the
+    certificate path and the certificate checks."""
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", SMALL, "--headroom", "600000",
+            "-o", tmp_path)
+    stats = json.loads((tmp_path / "solve-stats.json").read_text())
+    assert r.code == 1 and stats["probe"] == "INFEASIBLE", r.out + r.err
+    r = cli("check", tmp_path)
+    assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out + r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("share", [0.25])
+def test_the_probe_spends_at_most_its_share(share):
+    from ipuplan.solver import probe
+    assert probe.SHARE == share and probe.MAX_EFFORT <= 120.0
