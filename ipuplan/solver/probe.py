@@ -10,6 +10,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..catalogue.impl import Impl, Life, ParamMode
+from ..layout import Layout
 from .budget import Budget
 from .model import ModelCtx
 from .objective import add_objective
@@ -19,19 +20,23 @@ SHARE = 0.25  # of the effort left, at most
 MAX_EFFORT = 120.0  # deterministic seconds, at most
 
 
-def own_bytes(im: Impl, tiles: int) -> int:
+def own_bytes(im: Impl, tiles: int, counts: dict[str, int]) -> int:
     """Bytes an implementation's own buffers take on their fullest tile during its compute step: output,
-    exchanged inputs, staged parameters and scratch (resident parameters are held all program long)."""
-    parts = [im.out.tile_bytes(tiles)] + [lay.tile_bytes(tiles) for lay in im.needs.values()]
+    exchanged inputs, staged parameters, resident parameters with every iteration's copy (`counts`: copies
+    per parameter key) and scratch."""
+    parts = [im.out.tile_bytes(tiles)]
+    # a concatenation's inputs are written into rows of its output: no buffer of their own
+    parts += [lay.tile_bytes(tiles) for lay in im.needs.values() if isinstance(lay, Layout)]
     parts += [b.layout.tile_bytes(tiles) for b in im.bufs if b.life is not Life.PROGRAM]
-    parts += [p.layout.tile_bytes(tiles) for p in im.params if p.mode is ParamMode.STAGED]
+    parts += [p.layout.tile_bytes(tiles) * (1 if p.mode is ParamMode.STAGED else counts[p.key]) for p in im.params]
     return int(sum(np.asarray(x, np.int64) for x in parts).max())
 
 
 def leanest(p) -> dict[str, int]:
     """Per op, the index of its implementation with the fewest own bytes (the first of equals)."""
     T = p.target.tiles
-    return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T)) for op, impls in p.impls.items()}
+    counts = {k: v.count for k, v in p.sched.params.items()}
+    return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T, counts)) for op, impls in p.impls.items()}
 
 
 def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
