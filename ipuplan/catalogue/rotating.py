@@ -138,8 +138,6 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
     for pm, pn, r in rotations(ctx, m, k, n, fp8, rope_op is not None):
         xlay, wlay = shard_layouts(m, k, n, xe, we, fp8, B, pm, pn, r)
         out = row_layout(m, n, 2, B, pm, pn, IL, row_stride=pn, col_stride=1, col_grain=c16)
-        acc = Layout(m, n, 4, pr=pm, pc=pn, row_stride=pn, col_stride=1, row_groups=out.row_groups, mem=IL,
-                     col_grain=cg)
         uses = [(wref.key, wlay)]
         if len(sop.reads) > 2:
             uses.append((sop.reads[2][1].key, Layout(1, n, 2, pr=1, pc=pn, replicas=pm, col_stride=1, rep_stride=pn,
@@ -150,7 +148,10 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
         ends = (f"{xref.key} -> {sop.key}[0] (exchanged copy)", f"{wref.key} (staged)")
         internal = shifts(ctx, sop.key, ends, xlay, wlay, out, r)
         extra = sum(round_cycles(tg, s.transfers) for s in internal)
-        bufs = (() if in_place else (Buf("accumulator", acc, Life.COMPUTE),)) + (
+        acc = () if in_place else (Buf("accumulator", Layout(m, n, 4, pr=pm, pc=pn, row_stride=pn, col_stride=1,
+                                                             row_groups=out.row_groups, mem=IL, col_grain=cg),
+                                        Life.COMPUTE),)
+        bufs = acc + (
             Buf("x shards", per_block(out, int(xlay.block_bytes().max()), IL), Life.COMPUTE),
             Buf("w shards", per_block(out, int(wlay.block_bytes().max()), IL), Life.COMPUTE))
         codelets, sets = (amp.name,), r

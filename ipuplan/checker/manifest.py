@@ -443,11 +443,11 @@ def _params(s, ops, plan) -> None:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan's rotating matmul "
                                f"{'accumulates in its output' if in_place else 'keeps an F32 accumulator'} "
                                f"({want.name})")
-        for family in (cl.gemm.GEMM, cl.gemm.ACCUMULATE):
-            fp8 = g.value(op.inputs[0]).dtype.is_fp8 if op is not None else False
-            if v.codelet in (family[False].name, family[True].name) and v.codelet != family[fp8].name:
-                raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} for "
-                               f"{g.value(op.inputs[0]).dtype.short} operands")
+        gemms = cl.gemm.GEMM  # (the accumulating GEMMs' operand type is checked with their variant above)
+        if v.codelet in (gemms[False].name, gemms[True].name) and \
+                v.codelet != gemms[g.value(op.inputs[0]).dtype.is_fp8].name:
+            raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} for "
+                           f"{g.value(op.inputs[0]).dtype.short} operands")
         P = cl.BY_NAME[v.codelet].params
         if v.params.ndim != 2 or v.params.shape[1] != P:
             raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} vertices carry {v.params.shape} "

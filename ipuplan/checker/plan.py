@@ -82,8 +82,8 @@ class Limits:
             budget = target.exchange_table_bytes_max
         boolean(o, "relays", f"{where}.options")
         cat = catalogue_of(o, where)
-        rotating, compact = cat in ROTATING_CATALOGUES, cat == "compact"
         steps = steps_of(cat)
+        rotating, compact = steps.slices > 0, cat == "compact"
         usable = target.seeds_planned_data_bytes if reserve is not None else target.usable_bytes
         if reserve is not None:
             support = reserve
@@ -95,9 +95,6 @@ class Limits:
         return cls(usable, support, headroom, target.region0_bytes, target.region1_usable_bytes, budget,
                    target.exchange_fragments_max, reserve is None, target.region0_element_bytes,
                    target.memory_map.table_guard_bytes)
-
-
-ROTATING_CATALOGUES = ("rotating", "compact")  # the spaces that offer rotating matmuls and ring attention
 
 
 def steps_of(catalogue: str):
