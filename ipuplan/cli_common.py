@@ -164,6 +164,10 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                                                        if pl.get("headroom_added") else "")
                       + f"; highest end {pl['highest_address']:,} B), checked",
                       highlight=False)
+            if pl.get("fell_back"):
+                fb = pl["fell_back"]
+                out.print(f"  [yellow]the search's fastest plan, {fb['cycles']:,} cycles, was not placed[/] "
+                          f"({fb['reason']}); this is the probe's plan", highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
     elif v == "INFEASIBLE" and "core" not in doc:
         m = doc["machine"]

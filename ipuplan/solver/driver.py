@@ -188,6 +188,9 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
                 report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
             cuts.append((int(pp.groups[pp.failed].tiles[0]), tuple(pp.cut)))
             continue
+        fallen = _fall_back(result, pp, report)
+        if fallen is not None:
+            return result, fallen, o
         if pp.unknown is not None and extra < MAX_HEADROOM:
             extra += HEADROOM_STEP
             if report:
@@ -197,6 +200,26 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
         result.reason = (f"placement: {pp.reason}" if pp.failed is None else
                          f"placement still fails after {len(cuts)} cuts: {pp.reason}")
         return result, None, o
+
+
+def _fall_back(result: SolveResult, pp, report):
+    """The first of the search's slower plans (the probe's) that places, made the result's plan; None if none
+    does. Cheaper than solving again when the faster plan's placement is undecided; its cycles are its own."""
+    from ..backend.placement.tiles import place_plan
+    for chosen, body in result.alternates:
+        if report:
+            report(f"placement of the fastest plan: {pp.reason}; placing the probe's plan "
+                   f"({body['cycles']['modeled']:,} cycles)")
+        alt = place_plan(result.problem, chosen, report=report)
+        if alt.placed:
+            faster = result.plan["cycles"]["modeled"]
+            result.plan, result.chosen, result.alternates = body, chosen, []
+            result.stats["placement"] = dict(alt.summary(), cuts=result.stats["placement"]["cuts"],
+                                             headroom_added=result.stats["placement"]["headroom_added"],
+                                             seconds=round(pp.seconds + alt.seconds, 3),
+                                             fell_back={"cycles": faster, "reason": pp.reason})
+            return alt
+    return None
 
 
 def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
@@ -211,9 +234,10 @@ def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
         if rep.ok:
             doc.update(body)
             if placement is not None:
-                doc["placement"] = {"file": "placement.json", **placed.summary(),
-                                    "cuts": result.stats["placement"]["cuts"],
-                                    "headroom_added": result.stats["placement"]["headroom_added"]}
+                st = result.stats["placement"]
+                doc["placement"] = {"file": "placement.json", **placed.summary(), "cuts": st["cuts"],
+                                    "headroom_added": st["headroom_added"]} | (
+                    {"fell_back": st["fell_back"]} if "fell_back" in st else {})
                 write_json(out_dir / "placement.json", placement, indent=None)  # tens of thousands of buffers
             write_json(out_dir / "plan.json", doc)
             return

@@ -92,6 +92,7 @@ class SolveResult:
     machine: dict | None = None
     chosen: set = field(default_factory=set)  # the FIT plan's literals
     placement: object = None  # the FIT plan's placement on every tile (backend.placement.tiles.PlanPlacement)
+    alternates: list = field(default_factory=list)  # (literals, plan body): slower plans exact on every tile
 
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
@@ -150,8 +151,10 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if report:
         report(f"model: {stats['implementations']} implementations, {stats['literals']} literals, "
                f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps")
-    first, plan0 = probe(ctx, opts, report, budget)
+    first, plan0, found = probe(ctx, opts, report, budget)
     stats["probe"] = first.name
+    if plan0 is not None:
+        stats["probe_plan"] = found
     if first == cp_model.INFEASIBLE:  # the same constraints: the cycle search would say so too
         status, rounds, added, name = first, 0, 0, "INFEASIBLE"
     else:
@@ -175,7 +178,10 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
         if opts.slack and opts.slack_effort > 0:
             chosen = _slack_phase(p, classes, ctx, chosen, opts, report, budget, stats)
         stats["deterministic_time"] = round(budget.spent, 3)
-        return SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes, fastest), stats=stats, chosen=chosen)
+        res = SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes, fastest), stats=stats, chosen=chosen)
+        if plan0 is not None and plan0 != chosen:  # slower, but for the placement to fall back on
+            res.alternates = [(plan0, plan_body(p, plan0, bound, classes))]
+        return res
     if status == cp_model.INFEASIBLE and opts.cuts:
         stats["deterministic_time"] = round(budget.spent, 3)
         return SolveResult(Verdict.UNKNOWN, p, stats=stats, reason=(
