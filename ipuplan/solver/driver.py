@@ -157,7 +157,7 @@ def _write(job: Job, result: SolveResult, doc: dict, out_dir: Path, placed) -> N
     timing = {k: st[k] for k in ("verdict_seconds", "core_seconds", "build_seconds") if k in st}
     if "placement" in st:
         timing["placement_seconds"] = st["placement"]["seconds"]
-    search = {k: st[k] for k in ("probe", "status") if k in st}  # the plan-first probe's and the cycle search's ends
+    search = {k: st[k] for k in ("probe", "status") if k in st}  # the probe's and the cycle search's ends
     write_json(out_dir / "solve-stats.json", {"wall_seconds": st.get("wall_seconds"), **timing, **size, **search})
 
 

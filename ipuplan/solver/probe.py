@@ -1,11 +1,9 @@
-"""A plan first: before minimizing cycles, the same model without its objective looks for any plan on a share
-of the effort — first with every op on its leanest implementation (assumed, so a small search), then, if that
-has none, with the leanest only hinted. Where capacity is what is hard (a batch near the most a catalogue holds)
-the cycle objective steers the search toward fast, memory-hungry implementations and can spend all its effort
-without a plan, although one exists; the probe's plan then hints the cycle search, and stays at hand for the
-placement when the faster plan the search ends on does not place. Sound either way: the probe adds no
-constraint, the assumptions are lifted before anything is concluded, and only the unassumed search's
-INFEASIBLE is reported (it is the model's)."""
+"""A plan first: before minimizing cycles, the same model without its objective, hinted toward every op's
+leanest implementation, looks for any plan on a share of the effort. Where capacity is what is hard (a batch
+near the most a catalogue holds) the cycle objective steers the search toward fast, memory-hungry
+implementations and can spend all its effort without a plan, although one exists; the probe's plan then
+hints the cycle search, and stays at hand for the placement when the faster plan the search ends on does not
+place. Sound either way: the probe adds no constraint, and its INFEASIBLE is the model's."""
 
 from __future__ import annotations
 
@@ -21,7 +19,6 @@ from .rounds import chosen_literals, solve_rounds
 
 SHARE = 0.25  # of the effort left, at most
 MAX_EFFORT = 120.0  # deterministic seconds, at most
-LEAN_SHARE = 0.5  # of the probe's effort, for the search with every op on its leanest implementation
 
 
 def own_bytes(im: Impl, tiles: int, counts: dict[str, int]) -> int:
@@ -43,32 +40,24 @@ def leanest(p) -> dict[str, int]:
     return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T, counts)) for op, impls in p.impls.items()}
 
 
-def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None, str]:
-    """(CP-SAT status, a plan exact on every tile or None, which search found it: "leanest" or "hinted").
-    Leaves the model with its objective again, hinted with the plan when there is one."""
+def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
+    """(CP-SAT status, a plan exact on every tile or None). Leaves the model with its objective again, hinted
+    with the plan when there is one."""
     lean = leanest(ctx.p)
     ctx.m.ClearObjective()
     ctx.m.ClearHints()
+    for k, v in ctx.x.items():
+        if k[0] == "impl":
+            ctx.m.AddHint(v, k[2] == lean[k[1]])
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
-    ctx.m.AddAssumptions([v for k, v in ctx.x.items() if k[0] == "impl" and k[2] == lean[k[1]]])
-    first = sub.share(LEAN_SHARE)
-    status, solver, rounds, added = solve_rounds(ctx, opts, report, first, "plan")
-    sub.spend(first.spent)
-    ctx.m.ClearAssumptions()  # the rows rounds added stay: every one is a true constraint of the model
-    found = "leanest"
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or added:
-        for k, v in ctx.x.items():
-            if k[0] == "impl":
-                ctx.m.AddHint(v, k[2] == lean[k[1]])
-        status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
-        ctx.m.ClearHints()
-        found = "hinted"
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
     budget.spend(sub.spent)
     add_objective(ctx)
+    ctx.m.ClearHints()
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or added:
-        return status, None, found
+        return status, None
     chosen = chosen_literals(ctx, solver)
     for k, v in ctx.x.items():
         ctx.m.AddHint(v, k in chosen)
-    return status, chosen, found
+    return status, chosen

@@ -151,10 +151,8 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if report:
         report(f"model: {stats['implementations']} implementations, {stats['literals']} literals, "
                f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps")
-    first, plan0, found = probe(ctx, opts, report, budget)
+    first, plan0 = probe(ctx, opts, report, budget)
     stats["probe"] = first.name
-    if plan0 is not None:
-        stats["probe_plan"] = found
     if first == cp_model.INFEASIBLE:  # the same constraints: the cycle search would say so too
         status, rounds, added, name = first, 0, 0, "INFEASIBLE"
     else:

@@ -67,3 +67,27 @@ def test_a_probe_infeasible_is_certified(cli, tmp_path):
 def test_the_probe_spends_at_most_its_share(share):
     from ipuplan.solver import probe
     assert probe.SHARE == share and probe.MAX_EFFORT <= 120.0
+
+
+def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path):
+    """vit-small b2: when the fastest plan's placement is made undecided, the probe's plan is placed instead,
+    FIT says so, and the plan with its placement checks."""
+    import ipuplan.backend.placement.tiles as tiles
+    real = tiles.place_plan
+    placed: list[set] = []
+
+    def the_first_is_undecided(p, chosen, node_budget=tiles.NODE_BUDGET, report=None):
+        pp = real(p, chosen, node_budget, report)
+        placed.append(set(chosen))
+        if len(placed) == 1:
+            pp.unknown, pp.reason = 0, "made undecided by the test"
+        return pp
+    monkeypatch.setattr(tiles, "place_plan", the_first_is_undecided)
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "-o", tmp_path)
+    assert r.code == 0, r.out + r.err
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert len(placed) == 2 and placed[0] != placed[1], "the fastest plan first, then the probe's"
+    fb = plan["placement"]["fell_back"]
+    assert fb["reason"] == "made undecided by the test" and fb["cycles"] < plan["cycles"]["modeled"]
+    assert "was not placed" in r.out
+    assert check_plan(plan, json.loads((tmp_path / "placement.json").read_text()), base=tmp_path).ok

@@ -17,7 +17,7 @@ from .validate import violations
 NODE_BUDGET = 50_000  # per tile group, for the canonical search (deterministic)
 CPSAT_FIRST = 0.5  # deterministic seconds of CP-SAT right after first fit: most tiles suit it
 CPSAT_SECONDS = 2.0  # and after the canonical search
-EXACT_GROUPS = 32  # tile groups per plan the full exact engines may take on (each at most ~3 deterministic s)
+EXACT_GROUPS = 8  # tile groups per plan the full exact engines may take on (12-40 s wall each on full tiles)
 QUICK_NODES = 5_000  # the short canonical search every group first fit leaves gets
 
 
