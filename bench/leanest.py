@@ -1,7 +1,8 @@
 """The leanest implementations the catalogues offer an instance's encoder ops: per op and catalogue, the fewest
 bytes an implementation's own buffers take on their fullest tile during its compute step (output, exchanged
 inputs, staged parameters, resident parameters with every layer's copy, scratch; not the parameter homes,
-tables or other live tensors; `solver/probe.own_bytes`, what the plan-first probe hints toward), with its cycles.
+tables or other live tensors; `solver/probe.own_bytes` with every copy counted — the plan-first probe's hint
+leaves resident parameters out, as they are homes every plan holds), with its cycles.
 A lower bound on what the op adds to a tile, to see which op a batch outgrows first.
 
 Usage: python bench/leanest.py MODEL --batch 8 [--catalogues rotating,compact] [--ops encoder/attn,encoder/fc1]

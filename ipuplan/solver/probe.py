@@ -11,6 +11,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..catalogue.impl import Impl, Life, ParamMode
+from ..cpsat import run as run_cpsat
 from ..layout import Layout
 from .budget import Budget
 from .model import ModelCtx
@@ -19,25 +20,42 @@ from .rounds import chosen_literals, solve_rounds
 
 SHARE = 0.25  # of the effort left, at most
 MAX_EFFORT = 120.0  # deterministic seconds, at most
+PRECHECK = 5.0  # deterministic seconds at most: one worker, for a model its loading proves infeasible
 
 
-def own_bytes(im: Impl, tiles: int, counts: dict[str, int]) -> int:
+def own_bytes(im: Impl, tiles: int, counts: dict[str, int] | None = None) -> int:
     """Bytes an implementation's own buffers take on their fullest tile during its compute step: output,
-    exchanged inputs, staged parameters, resident parameters with every iteration's copy (`counts`: copies
-    per parameter key) and scratch."""
+    exchanged inputs, staged parameters and scratch; with `counts` (copies per parameter key), also its
+    resident parameters, every iteration's copy. Without, a resident parameter counts nothing: it is its
+    home, which every plan holds somewhere, where a staged one adds a copy beside its home."""
     parts = [im.out.tile_bytes(tiles)]
     # a concatenation's inputs are written into rows of its output: no buffer of their own
     parts += [lay.tile_bytes(tiles) for lay in im.needs.values() if isinstance(lay, Layout)]
     parts += [b.layout.tile_bytes(tiles) for b in im.bufs if b.life is not Life.PROGRAM]
-    parts += [p.layout.tile_bytes(tiles) * (1 if p.mode is ParamMode.STAGED else counts[p.key]) for p in im.params]
+    parts += [p.layout.tile_bytes(tiles) * (1 if p.mode is ParamMode.STAGED else counts[p.key])
+              for p in im.params if p.mode is ParamMode.STAGED or counts is not None]
     return int(sum(np.asarray(x, np.int64) for x in parts).max())
 
 
 def leanest(p) -> dict[str, int]:
-    """Per op, the index of its implementation with the fewest own bytes (the first of equals)."""
+    """Per op, the index of its implementation that adds the fewest bytes beyond the parameter homes (the
+    first of equals)."""
     T = p.target.tiles
-    counts = {k: v.count for k, v in p.sched.params.items()}
-    return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T, counts)) for op, impls in p.impls.items()}
+    return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T)) for op, impls in p.impls.items()}
+
+
+def _infeasible_on_loading(ctx: ModelCtx, opts, sub: Budget) -> bool:
+    """One worker, briefly, before the interleaved search: OR-tools 9.15's interleaved search aborts the
+    whole process (CHECK `heuristics.fixed_search != nullptr`) when one of its subsolvers proves the model
+    infeasible while loading it (a PE-Core G/14 stage of 13 layers); one worker answers such a model."""
+    solver = cp_model.CpSolver()
+    one = sub.share(1.0)
+    one.effort = min(one.effort, PRECHECK)
+    one.cpsat(solver, 1, opts.seed)
+    status = run_cpsat(solver, ctx.m)
+    one.spend(solver.deterministic_time)
+    sub.spend(one.spent)
+    return status == cp_model.INFEASIBLE
 
 
 def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
@@ -51,6 +69,11 @@ def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]
             ctx.m.AddHint(v, k[2] == lean[k[1]])
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
+    if opts.workers > 1 and _infeasible_on_loading(ctx, opts, sub):
+        budget.spend(sub.spent)
+        add_objective(ctx)
+        ctx.m.ClearHints()
+        return cp_model.INFEASIBLE, None
     status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
     budget.spend(sub.spent)
     add_objective(ctx)
