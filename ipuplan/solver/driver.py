@@ -163,9 +163,11 @@ def _write(job: Job, result: SolveResult, doc: dict, out_dir: Path, placed) -> N
 
 def _solve_placed(graph, target, opts: SolveOptions, report):
     """Solve; place a cpsat FIT on every tile. A placement proven impossible on a tile is cut from the model
-    (at most MAX_CUTS times); a tile the engines leave undecided makes the planner solve again with
-    HEADROOM_STEP more bytes kept free per tile (at most MAX_HEADROOM more): FIT only when placed, and a
-    verdict reached after either is never INFEASIBLE. Returns (result, placement, the options solved with)."""
+    (at most MAX_CUTS times); otherwise (undecided, or the cuts spent) the probe's slower plan is placed if the
+    search ended on another, and failing that a tile the engines leave undecided makes the planner solve again
+    with HEADROOM_STEP more bytes kept free per tile (at most MAX_HEADROOM more): FIT only when placed, and a
+    verdict reached after a cut or more headroom is never INFEASIBLE. Returns (result, placement, the options
+    solved with)."""
     from ..backend.placement.tiles import place_plan
     cuts: list = []
     extra = 0
