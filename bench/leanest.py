@@ -26,9 +26,9 @@ def main() -> None:
     a = ap.parse_args()
     from ipuplan.catalogue import CATALOGUE, Catalogue
     from ipuplan.catalogue.impl import Ctx
-    from ipuplan.solver.probe import own_bytes
     from ipuplan.catalogue.schedule import build_schedule
     from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.probe import own_bytes
     from ipuplan.target import load_target
     target = load_target(ROOT / "targets" / "c600.yaml")
     sched = build_schedule(build_graph(load_model(a.model), a.batch))

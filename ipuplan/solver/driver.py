@@ -210,15 +210,12 @@ def _fall_back(result: SolveResult, pp, report):
     from ..backend.placement.tiles import place_plan
     for chosen, body in result.alternates:
         if report:
-            report(f"placement of the fastest plan: {pp.reason}; placing the probe's plan "
-                   f"({body['cycles']['modeled']:,} cycles)")
+            report(f"placement of the fastest plan: {pp.reason}; placing the probe's plan")
         alt = place_plan(result.problem, chosen, report=report)
         if alt.placed:
             faster = result.plan["cycles"]["modeled"]
-            result.plan, result.chosen, result.alternates = body, chosen, []
-            result.stats["placement"] = dict(alt.summary(), cuts=result.stats["placement"]["cuts"],
-                                             headroom_added=result.stats["placement"]["headroom_added"],
-                                             seconds=round(pp.seconds + alt.seconds, 3),
+            result.plan, result.chosen, result.alternates = body(), chosen, []
+            result.stats["placement"].update(alt.summary(), seconds=round(pp.seconds + alt.seconds, 3),
                                              fell_back={"cycles": faster, "reason": pp.reason})
             return alt
     return None

@@ -47,7 +47,8 @@ def leanest(p) -> dict[str, int]:
 def _infeasible_on_loading(ctx: ModelCtx, opts, sub: Budget) -> bool:
     """One worker, briefly, before the interleaved search: OR-tools 9.15's interleaved search aborts the
     whole process (CHECK `heuristics.fixed_search != nullptr`) when one of its subsolvers proves the model
-    infeasible while loading it (a PE-Core G/14 stage of 13 layers); one worker answers such a model."""
+    infeasible while loading it (a PE-Core G/14 stage of 13 layers); one worker answers such a model. Here,
+    not in every solve: the probe is each model's first solve, and the ones after it start from a plan."""
     solver = cp_model.CpSolver()
     one = sub.share(1.0)
     one.effort = min(one.effort, PRECHECK)
@@ -70,11 +71,9 @@ def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
     if opts.workers > 1 and _infeasible_on_loading(ctx, opts, sub):
-        budget.spend(sub.spent)
-        add_objective(ctx)
-        ctx.m.ClearHints()
-        return cp_model.INFEASIBLE, None
-    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
+        status, added = cp_model.INFEASIBLE, 0
+    else:
+        status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
     budget.spend(sub.spent)
     add_objective(ctx)
     ctx.m.ClearHints()

@@ -92,7 +92,7 @@ class SolveResult:
     machine: dict | None = None
     chosen: set = field(default_factory=set)  # the FIT plan's literals
     placement: object = None  # the FIT plan's placement on every tile (backend.placement.tiles.PlanPlacement)
-    alternates: list = field(default_factory=list)  # (literals, plan body): slower plans exact on every tile
+    alternates: list = field(default_factory=list)  # (literals, () -> plan body): slower plans exact on every tile
 
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
@@ -178,7 +178,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
         stats["deterministic_time"] = round(budget.spent, 3)
         res = SolveResult(Verdict.FIT, p, plan_body(p, chosen, bound, classes, fastest), stats=stats, chosen=chosen)
         if plan0 is not None and plan0 != chosen:  # slower, but for the placement to fall back on
-            res.alternates = [(plan0, plan_body(p, plan0, bound, classes))]
+            res.alternates = [(plan0, lambda: plan_body(p, plan0, bound, classes))]
         return res
     if status == cp_model.INFEASIBLE and opts.cuts:
         stats["deterministic_time"] = round(budget.spent, 3)
