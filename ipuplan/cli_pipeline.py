@@ -51,7 +51,13 @@ def print_pipeline(doc: dict, out_dir: Path) -> None:
                   f"{out_dir}` re-checks them and the boundaries")
     elif v == "INFEASIBLE":
         out.print(f"[bold red]INFEASIBLE[/]  {head}: {doc['headline']}", highlight=False)
-        out.print(f"  machine bound over stages: fewest chips {b['fewest_ipus'] or 'none (a layer exceeds one chip)'}"
+        cert = doc.get("certificate") or {}
+        for k, c in (cert.get("stages") or {}).items():
+            out.print(f"  {k} stage with {c['count']} layers: INFEASIBLE, {c['reason']}", markup=False,
+                      highlight=False)
+        bound = ("within the catalogue, beside the machine bound's" if cert.get("kind") == "pipeline-stages" else
+                 "the machine bound's")
+        out.print(f"  {bound} fewest chips: {b['fewest_ipus'] or 'none (a layer exceeds one chip)'}"
                   f"; certificate {out_dir / 'certificate.json'} (`ipuplan check {out_dir}` re-proves it)",
                   highlight=False)
     else:

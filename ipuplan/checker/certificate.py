@@ -18,7 +18,7 @@ from .plan import CheckReport, Limits, catalogue_of, load_inputs, steps_of
 from .space import Space, build_space
 from .validate import Invalid, get, one_of
 
-KINDS = ("counting", "farkas", "z3", "machine", "pipeline-machine")
+KINDS = ("counting", "farkas", "z3", "machine", "pipeline-machine", "pipeline-stages")
 ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
 
 
@@ -120,6 +120,10 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
         from .pipeline import check_pipeline_certificate
         check_pipeline_certificate(cert, rep, base)
         return
+    if kind == "pipeline-stages":
+        from .pipeline_stages import check_pipeline_stages
+        check_pipeline_stages(cert, rep, base, z3_rlimit)
+        return
     if kind == "machine":
         lim = Limits.derive(target, options, [], W)
         m = machine_statement(g, target, options.get("support_reserve"))
@@ -132,12 +136,23 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
                              f"{m['live_activation_bytes']:,} B at {m['at']} = {m['needs_bytes']:,} B > "
                              f"{m['capacity_bytes']:,} B on all {target.tiles} tiles: no plan of any compiler fits")
         return
-    cands = get(cert, "candidates", W)
+    prove_rows(cert, g, target, rep, z3_rlimit)
+
+
+def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: bool = False) -> None:
+    """Re-prove a counting, Farkas or z3 certificate's rows on graph `g`. `lifted`: `g` is another instance than
+    the one the certificate was written for (a stage with more layers); the candidates are then this instance's
+    own catalogue and the rows' recorded numbers are not compared, only re-proved: the rows are named by tile and
+    program point, the Farkas weights by row and selection rule."""
+    W = "certificate.json"
+    kind = one_of(cert, "kind", W, ("counting", "farkas", "z3"))
+    options = get(cert, "options", W)
     scope = get(cert, "scope", W)
     kind_of_catalogue = catalogue_of(options, W) if isinstance(options, dict) else "grid"
     regenerated = regenerate_catalogue(g, target, cert["batch"], kind_of_catalogue)
-    if catalogue_digest(regenerated) != scope.get("catalogue_sha256") or catalogue_digest(cands) != \
-            scope.get("catalogue_sha256"):
+    cands = regenerated if lifted else get(cert, "candidates", W)
+    if not lifted and (catalogue_digest(regenerated) != scope.get("catalogue_sha256") or catalogue_digest(cands) !=
+                       scope.get("catalogue_sha256")):
         rep.fail("the certificate's candidates are not this version's catalogue for this instance")
         return
     sp = build_space(g, target, cert["batch"], cands, relays=get(options, "relays", f"{W}.options"),
@@ -159,7 +174,7 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
             step = steps[r["step"]]
         coef, tcoef, cap = row_terms(sp, lim, r["kind"], r["tile"], step)
         low = cheapest(sp, lim, coef, tcoef)
-        if (cap, low) != (r.get("capacity"), r.get("cheapest_bytes")):
+        if not lifted and (cap, low) != (r.get("capacity"), r.get("cheapest_bytes")):
             rep.fail(f"row {r['name']}: certificate says capacity {r.get('capacity')}, cheapest "
                      f"{r.get('cheapest_bytes')}; recomputed {cap:,}, {low:,}")
         rows.append((r, coef, tcoef, cap, low))
@@ -177,6 +192,8 @@ def _check(cert: dict, rep: CheckReport, z3_rlimit: int, base=None) -> None:
         _check_farkas(rep, sp, rows, get(cert, "farkas", W))
     else:
         _check_z3(rep, sp, lim, rows, z3_rlimit)
+    if lifted:
+        return
     m = machine_statement(g, target, options.get("support_reserve"))
     if m != cert.get("machine"):
         rep.fail(f"machine statement differs from the recomputed one ({m})")

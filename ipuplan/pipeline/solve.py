@@ -24,10 +24,12 @@ from ..model import build_graph, load_model
 from ..model.build import STAGE_OUTPUT
 from ..model.stage import Stage
 from ..plan import write_json
-from ..solver.driver import ARTEFACTS, Job, SolvedJob, instance, solve_job, write_certificate, write_solved
+from ..solver.driver import (ARTEFACTS, Job, SolvedJob, certificate_doc, instance, solve_job, write_certificate,
+                              write_solved)
 from ..solver.solve import Verdict
 from ..target import load_target
 from .bound import greedy_chain
+from . import refute
 from .partition import Partition, balanced, under_caps
 
 TOP = ARTEFACTS + ("pipeline.json",)  # what DIR itself holds; stage-K/ are solve directories below it
@@ -98,9 +100,9 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
             say(f"stage problem: {st.count} layers{' + stem' if st.stem else ''}{' + head' if st.head else ''}")
             solved[st.problem] = solve_job(dataclasses.replace(job, stage=st), report)
             r = solved[st.problem].result
-            if r.verdict is not Verdict.FIT:  # only its reason is kept: the problem and core are large
+            if r.verdict is not Verdict.FIT:  # its reason and certificate are kept: the problem and core are large
                 r.reason = _why(r)
-                r.problem, r.core, r.certificate, r.model_rows = None, [], None, set()
+                r.problem, r.core, r.model_rows = None, [], set()
             say(f"  {r.verdict.value}" + (f" {r.plan['cycles']['modeled']:,} cycles" if r.verdict is Verdict.FIT else
                                           f" ({r.reason})" if r.reason else ""))
         return solved[st.problem]
@@ -148,6 +150,11 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
                 "slowest stage while they improve the objective. Each stage is optimal within its catalogue and gap"}
     head["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if best["score"][0]:
+        ref = refute.refuted(solved)
+        if refute.proves(L, n, ref):
+            say("stage certificates: " + ", ".join(f"{k} with {r.count} layers" for k, r in ref.items())
+                + f" leave no partition over {n} chips")
+            return _refuted(pj, spec, target, head, out_dir, best, tried, ref, t0)
         return _unknown(pj, spec, target, head, out_dir, best, tried)
     return _fit(pj, spec, target, head, out_dir, best, stage_problem, boundary, link)
 
@@ -238,6 +245,42 @@ def _infeasible(pj: PipelineJob, spec, target, chain, head: dict, out_dir: Path,
         write_json(tmp / "verdict.json", doc)
         write_certificate(tmp / "certificate.json", doc, body)
     return Outcome(Verdict.INFEASIBLE, doc)
+
+
+def _refuted(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, tried, ref, t0: float) -> Outcome:
+    """INFEASIBLE within the catalogue when the checker re-proves the stage certificates at every count the
+    argument needs; UNKNOWN, saying why, when it does not."""
+    from ..checker.certificate import check_certificate
+    L, n = spec.layers, pj.ipus
+    with staged(out_dir, TOP) as tmp:
+        inst = instance(pj.job, spec, target, copy_inputs(tmp, pj.job.model, pj.job.target))
+        body = refute.certificate(inst, L, n, ref)
+        cert = certificate_doc(inst, body)
+        rep = check_certificate(cert, base=tmp)
+        if not rep.ok:
+            doc = {**head, "verdict": "UNKNOWN", **inst,
+                   "unknown": {"reason": f"the stage certificates do not carry to every larger stage: "
+                                         f"{rep.violations[0]}; not a proof"}}
+            write_json(tmp / "verdict.json", doc)
+            return Outcome(Verdict.UNKNOWN, doc)
+        caps = body["caps"]
+        doc = {**head, "verdict": "INFEASIBLE", **inst, "wall_seconds": round(time.perf_counter() - t0, 3),
+               "headline": f"no partition of {L} layers into {n} stages has a plan on every stage within the "
+                           f"catalogue: " + ", ".join(f"a {k} stage has none with {r.count} or more layers"
+                                                      for k, r in ref.items() if k in body["stages"])
+                           + f", so the stages hold at most {' + '.join(map(str, caps))} = {sum(caps)} layers",
+               "certificate": {"kind": body["kind"], "file": "certificate.json",
+                               "stages": {k: {"count": c["stage"]["count"], "kind": c["kind"],
+                                              "reason": _why_refuted(ref[k])} for k, c in body["stages"].items()}}}
+        write_json(tmp / "verdict.json", doc)
+        write_json(tmp / "certificate.json", cert)
+    return Outcome(Verdict.INFEASIBLE, doc)
+
+
+def _why_refuted(r) -> str:
+    rows = r.body.get("rows") or [{}]
+    return (f"{r.body['kind']} over {len(r.body.get('rows', []))} rows, e.g. {rows[0].get('name')}: cheapest "
+            f"{rows[0].get('cheapest_bytes', 0):,} B against {rows[0].get('capacity', 0):,} B")
 
 
 def _unknown(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, tried, why: str = "") -> Outcome:

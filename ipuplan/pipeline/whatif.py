@@ -68,5 +68,8 @@ def fewest_ipus(job, out: Path, report=None, cap: int = 8, objective: Objective 
         if verdict == "FIT":
             res.update(fewest_fit=n, fit_dir=str(d), fit_evidence=ev)
             break
-    res["proven"] = res["fewest_fit"] is not None and res["fewest_fit"] == chain.fewest
+        # one chip fewer than the next probe: the machine bound's, or this one's within the catalogue
+        res["below"] = {"ipus": n, "verdict": verdict, "evidence": ev, "dir": str(d)}
+    res["proven"] = res["fewest_fit"] is not None and (res["fewest_fit"] == chain.fewest or (
+        res.get("below", {}).get("ipus") == res["fewest_fit"] - 1 and res["below"]["verdict"] == "INFEASIBLE"))
     return res

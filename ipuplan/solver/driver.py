@@ -271,12 +271,17 @@ def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:
 
 def write_certificate(path: Path, doc: dict, body: dict) -> None:
     """certificate.json: the instance (inputs and options), the certificate body, and its digest."""
+    write_json(path, certificate_doc(doc, body))
+
+
+def certificate_doc(doc: dict, body: dict) -> dict:
+    """A certificate as written: the instance `doc` names, the body, the digest."""
     cert = {"format": CERTIFICATE, "verdict": "INFEASIBLE",
             **{k: doc[k] for k in ("model", "target", "batch", "layers", "precision", "fuse_qkv", "fp8_scales",
                                    "inputs", "options", "stage") if k in doc},
             **body}
     cert["digest"] = digest(cert)
-    write_json(path, cert)
+    return cert
 
 
 def _certificate_summary(cert: dict) -> dict:

@@ -165,15 +165,42 @@ def test_fewer_chips_than_the_bound_is_certified(tmp_path, t8, cli):
     assert not check_certificate(cert, base=d).ok
 
 
-def test_what_if_ipus_gives_the_boundary(tmp_path, t8, cli):
+def test_what_if_ipus_gives_the_boundary_within_the_catalogue(tmp_path, t8, cli):
+    """24 layers: the machine bound allows 2 chips, the catalogue does not (no stem and no head stage of 12 layers
+    has a plan, so 2 stages hold at most 22): 2 chips INFEASIBLE with a pipeline-stages certificate the checker
+    re-proves at every stage length up to 23, 3 chips FIT, and the boundary is proven. Edited certificates fail."""
     d = tmp_path / "one"
-    r = cli("solve", VIT, "--target", t8, "--batch", "2", "--layers", "18", "-o", d)
+    r = cli("solve", VIT, "--target", t8, "--batch", "2", "--layers", "24", "-o", d)
     assert r.code == 1  # one chip: the machine bound
     r = cli("explain", d, "--what-if", "ipus", "--json")
     assert r.code == 0, r.err
     w = json.loads(r.out)["what_if"]
-    assert w["bound_fewest"] == 2 and w["fewest_fit"] == 2 and w["proven"]
-    assert w["below"]["verdict"] == "INFEASIBLE" and "checked" in w["below"]["evidence"]
+    assert w["bound_fewest"] == 2 and w["fewest_fit"] == 3 and w["proven"]
+    assert w["below"]["ipus"] == 2 and w["below"]["verdict"] == "INFEASIBLE"
+    assert "pipeline-stages" in w["below"]["evidence"]
+    two = Path(w["below"]["dir"])
+    r = cli("check", two)
+    assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out
+    assert "re-proved with every count from 13 to 23 layers" in r.out and "11 + 11 = 22 < 24" in r.out
+    from ipuplan.checker.certificate import check_certificate
+    from ipuplan.formats import digest
+    cert = json.loads((two / "certificate.json").read_text())
+    assert set(cert["stages"]) == {"stem", "head"} and cert["caps"] == [11, 11]
+
+    def refused(edit) -> list[str]:
+        c = json.loads(json.dumps(cert))
+        edit(c)
+        for sub in c["stages"].values():
+            sub["digest"] = digest(sub)
+        c["digest"] = digest(c)
+        rep = check_certificate(c, base=two)
+        assert not rep.ok
+        return rep.violations
+    assert "can still hold 24 layers" in refused(lambda c: c["stages"].pop("head"))[0]
+    # the stem's rows as if written for 11 layers: its recorded numbers are not those of 11
+    v = refused(lambda c: c["stages"]["stem"]["stage"].update(count=11))
+    assert "stem with 11 layers" in v[0]
+    assert "not the pipeline's" in refused(lambda c: c["stages"]["head"].update(batch=1))[0]
 
 
 def test_pipeline_input_errors(tmp_path, cli):
@@ -233,6 +260,40 @@ def test_sweep_over_chip_counts(tmp_path, cli):
     assert {k: (c["verdict"], c["checked"]) for k, c in cases.items()} == {"1": ("FIT", True), "2": ("FIT", True)}
     assert all(c["images_per_s"] > 0 for c in cases.values())
     assert (tmp_path / "cases" / cases["2"]["name"] / "pipeline.json").exists()
+
+
+def test_stage_refutations_bound_every_partition():
+    """The counting argument behind a pipeline-stages certificate, against every partition enumerated: when the
+    refuted counts prove it, every partition has a stage at or above its kind's refuted count."""
+    from ipuplan.model.stage import Stage
+    from ipuplan.pipeline.refute import Refuted, proves
+
+    def partitions(L, n):
+        for cuts in combinations(range(1, L), n - 1):
+            b = (0,) + cuts + (L,)
+            yield [b[i + 1] - b[i] for i in range(n)]
+    kind = lambda i, n: "stem" if i == 0 else "head" if i == n - 1 else "middle"
+    for L in range(2, 11):
+        for n in range(2, min(L, 4) + 1):
+            for ks in ((1, 1, 1), (3, 2, 4), (4, 4, 4), (2, 9, 3), (5, 3, 2)):
+                ref = {k: Refuted(Stage(0, c, k == "stem", k == "head"), {})
+                       for k, c in zip(("stem", "middle", "head"), ks)}
+                escapes = any(all(c < ref[kind(i, n)].count for i, c in enumerate(p)) for p in partitions(L, n))
+                assert proves(L, n, ref) == (not escapes), (L, n, ks)
+
+
+def test_middle_stage_graph_does_not_depend_on_its_position():
+    """A pipeline-stages certificate re-proves a middle stage at one position for all: the graphs differ only in
+    the header that names the first layer."""
+    from ipuplan.ir.printer import print_graph
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.model.stage import Stage
+    for model in (VIT, MODELS / "pe-tiny.yaml"):
+        spec = load_model(str(model)).with_options(layers=8)
+        for count in (1, 3):
+            texts = {print_graph(build_graph(spec, 2, Stage.of(f, count, 8))).split("\n", 1)[1]
+                     for f in range(1, 8 - count)}
+            assert len(texts) == 1
 
 
 def test_partitions_balanced_and_under_caps():
