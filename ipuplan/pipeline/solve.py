@@ -278,9 +278,13 @@ def _refuted(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dic
 
 
 def _why_refuted(r) -> str:
+    """The stage certificate in a line: its kind and first row (a counting row's cheapest bytes exceed its capacity;
+    Farkas and z3 rows need the selection rules too, so their cheapest bytes alone may fit)."""
     rows = r.body.get("rows") or [{}]
-    return (f"{r.body['kind']} over {len(r.body.get('rows', []))} rows, e.g. {rows[0].get('name')}: cheapest "
-            f"{rows[0].get('cheapest_bytes', 0):,} B against {rows[0].get('capacity', 0):,} B")
+    row = rows[0]
+    what = (f"cheapest {row.get('cheapest_bytes', 0):,} B against {row.get('capacity', 0):,} B"
+            if r.body["kind"] == "counting" else f"capacity {row.get('capacity', 0):,} B, with the selection rules")
+    return f"{r.body['kind']} over {len(r.body.get('rows', []))} row(s), e.g. {row.get('name')}: {what}"
 
 
 def _unknown(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dict, tried, why: str = "") -> Outcome:

@@ -235,6 +235,7 @@ def farkas(p: Problem, rows: list[Row]):
 
 
 MAX_LP_SOLVES = 400  # deterministic cap on the LP solves of one Farkas row deletion
+SCAN_ROWS = 200  # without a core: the tightest rows by counting bound tried one at a time for Farkas weights
 
 
 def _fewest_rows(p: Problem, rows: list[Row], keep: list[int]):
@@ -407,8 +408,10 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
         if p.graph is not None else None,
     }
     rows = Rows(p)
-    cand = rows_from_core(p, classes, core, rows)
     gs = groups(p)
+    if not core:  # no core to drill down: the tightest rows of the whole model, each tried alone
+        return _scanned(p, classes, rows, gs, budget, body)
+    cand = rows_from_core(p, classes, core, rows)
     low = [cheapest(p, r, gs) for r in cand]
     best = max(range(len(cand)), key=lambda i: low[i][0] - cand[i].cap, default=None)
     if best is not None and low[best][0] > cand[best].cap:
@@ -431,6 +434,35 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
                     rows_minimal=minimal or proof[1])
     else:
         body.update(kind=None, rows=[_row_doc(p, r, lw, None) for r, lw in zip(cand, low)], rows_minimal=False)
+    return body
+
+
+def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) -> dict:
+    """Without a core (the re-solve under assumptions did not finish within its share): every tile class's memory
+    row at every step, on its representative tile, ranked by counting bound; the tightest proves it by counting, or
+    one of the SCAN_ROWS tightest alone by Farkas weights (edges and selection rules do the rest); else no kind."""
+    ranked = []
+    for c in classes:
+        for step in range(len(p.steps)):
+            r = rows.row("memory", int(c.rep), step)
+            low = cheapest(p, r, gs)
+            ranked.append((low[0] - r.cap, len(ranked), r, low))
+        budget.check_wall()
+    ranked.sort(key=lambda x: (-x[0], x[1]))
+    body["core"] = []
+    if ranked and ranked[0][0] > 0:
+        body.update(kind="counting", rows=[_row_doc(p, ranked[0][2], ranked[0][3], 1)], rows_minimal=True)
+        return body
+    for _, _, r, low in ranked[:SCAN_ROWS]:
+        budget.check_wall()
+        f = farkas(p, [r])
+        if f is not None:
+            weights, mult, margin = f
+            body.update(kind="farkas", rows=[_row_doc(p, r, low, weights[0])], rows_minimal=True,
+                        farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
+                                "margin_float": float(margin)})
+            return body
+    body.update(kind=None, rows=[], rows_minimal=False)
     return body
 
 
