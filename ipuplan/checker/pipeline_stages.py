@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..formats import digest
 from .plan import CheckReport, load_inputs
+from .rows import check_rows_certificate, prove_rows
 from .validate import Invalid, get, integer
 
 KINDS = ("stem", "middle", "head")
@@ -36,7 +37,6 @@ def _is_stage(st, kind: str, layers: int, most: int) -> bool:
 
 
 def check_pipeline_stages(cert: dict, rep: CheckReport, base, z3_rlimit: int) -> None:
-    from .certificate import check_certificate, prove_rows
     W = "certificate.json"
     layers = integer(cert, "layers", W, 2, 1024)
     ipus = integer(cert, "ipus", W, 2, layers)
@@ -61,7 +61,7 @@ def check_pipeline_stages(cert: dict, rep: CheckReport, base, z3_rlimit: int) ->
         if sub.get("kind") not in ("counting", "farkas", "z3"):
             raise Invalid(f"{where}: kind {sub.get('kind')!r}: a stage is refuted by rows (counting, farkas or z3)")
         k = st["count"]
-        one = check_certificate(sub, z3_rlimit, base)  # as written: every recorded number re-derived
+        one = check_rows_certificate(sub, z3_rlimit, base)  # as written: every recorded number re-derived
         rep.lines += [f"{kind} with {k} layers: {line}" for line in one.lines if not line.startswith(("instance", " "))]
         if not one.ok:
             for v in one.violations:

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT, TARGET
 from ipuplan.checker import check_plan
-from ipuplan.checker.certificate import check_certificate, digest
+from ipuplan.checker.certificate import check_certificate
+from ipuplan.formats import digest
 
 SMALL = ROOT / "targets" / "small64.yaml"
 GOLDEN = ROOT / "tests" / "golden"
