@@ -23,18 +23,27 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
           address: Optional[str] = typer.Option(
               None, "--address", help="join this Ray cluster (host:port, as `ray start --head` printed) instead"),
           retry_failed: bool = typer.Option(False, "--retry-failed", help="run failed or killed cases again"),
+          largest: bool = typer.Option(
+              False, "--largest-batch", help="for each combination, search the largest batch with a checked plan "
+              "(doubling from the smallest --batch, then bisection) and the smallest with a checked certificate"),
+          cap: int = typer.Option(64, "--batch-cap", help="with --largest-batch: the largest batch probed"),
           output: str = typer.Option(..., "-o", "--output", help="sweep directory"),
           as_json: bool = typer.Option(False, "--json", help="print every case's record as JSON (sweep.json's cases)")
           ) -> None:
     """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""
     from .artefacts import output_dir
     from .sweep.cases import grid
+    from .sweep.largest import searches
     from .sweep.run import run_sweep
 
     if workers is not None and workers < 1:
         raise InputError("--workers", None, f"{workers} is not positive", "give 1 or more")
     out_dir = output_dir(output)
     cases = grid(list(models), [_target_path(t) for t in (target or [None])], batch, layers, list(sets or []))
+    if largest:
+        if cap < 1:
+            raise InputError("--batch-cap", None, f"{cap} is not positive", "give 1 or more (default 64)")
+        return _largest(searches(cases, cap), out_dir, output, workers, address, retry_failed, as_json)
     with progress("sweep") as update:
         records = run_sweep(cases, out_dir, workers, address, retry_failed,
                             lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
@@ -64,6 +73,44 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
     out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "
               f"{Path(output) / 'sweep.csv'}")
     if failed or any(r.get("checked") is False for r in records):
+        raise typer.Exit(1)
+
+
+def _largest(found, out_dir: Path, output: str, workers, address, retry_failed: bool, as_json: bool) -> None:
+    from .sweep.largest import run_largest
+
+    with progress("largest batch") as update:
+        records = run_largest(found, out_dir, workers, address, retry_failed,
+                              lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
+                                                                 done, total))
+    bad = any(r["status"] != "done" or r.get("unchecked") for r in records)
+    if as_json:
+        print(json.dumps({"searches": records, "sweep": str(Path(output) / "sweep.json")}, default=str))
+        raise typer.Exit(1 if bad else 0)
+    t = Table("model", "target", "depth", "set", "largest FIT", "images/s", "smallest INFEASIBLE", "unknown",
+              "best images/s (batch)", "probes")
+    for col in t.columns:
+        col.overflow = "fold" if out.is_terminal else "ignore"
+        col.no_wrap = not out.is_terminal
+    short = {"FIT": "F", "INFEASIBLE": "I", "UNKNOWN": "U"}
+    for r in records:
+        probes = " ".join(f"{p['batch']}{short.get(p.get('verdict'), 'x')}" for p in r["probes"])
+        hi = r.get("smallest_infeasible")
+        t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["layers"] or "full"),
+                  " ".join(f"{k}={v}" for k, v in r["settings"].items()),
+                  str(r.get("largest_fit") or "none") + (" (proven)" if r.get("proven") else
+                                                         " (the cap)" if r.get("capped") else ""),
+                  f"{r['images_per_s']:,.1f}" if r.get("images_per_s") else "",
+                  f"{hi} ({r.get('infeasible_certificate')})" if hi else "not found",
+                  ",".join(map(str, r.get("unknown") or [])),
+                  f"{r['best_images_per_s']:,.1f} ({r['best_batch']})" if r.get("best_batch") else "", probes)
+    if out.is_terminal:
+        out.print(t, width=max(out.width, 150))
+    else:
+        type(out)(soft_wrap=True, width=400).print(t)
+    out.print(f"{len(records)} searches, {sum(len(r['probes']) for r in records)} probes; F FIT, I INFEASIBLE, "
+              f"U UNKNOWN, x failed; {Path(output) / 'sweep.json'}")
+    if bad:
         raise typer.Exit(1)
 
 

@@ -108,6 +108,16 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
                            stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
     p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.use_relays, opts.table_budget,
                       opts.headroom, opts.catalogue)
+    empty = [k for k, v in p.impls.items() if not v]
+    if empty:  # no plan in the catalogue; that is a statement about the catalogue, which no certificate carries
+        why = (f"the {opts.catalogue.value} catalogue has no implementation of {', '.join(empty)} at batch "
+               f"{opts.batch} on {target.tiles} tiles" + (" (more images than tiles: no row grid keeps each "
+                                                         "image's rows on tiles of their own)"
+                                                         if opts.batch > target.tiles else ""))
+        if report:
+            report(why)
+        return SolveResult(Verdict.UNKNOWN, p, reason=why, machine=machine,
+                           stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "NO_IMPLEMENTATION"})
     if opts.strategy == "beam":
         return solve_beam(p, opts, report, t0)
     try:

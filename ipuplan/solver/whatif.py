@@ -84,29 +84,27 @@ def _probe(job: Job, kind: str, value: int, out: Path, report, evidence: dict) -
     return doc["verdict"] == "FIT"
 
 
-def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64,
-           probe=None) -> dict:
-    """The largest FIT and the smallest INFEASIBLE value, assuming more never needs less: doubling from the
-    start until a probe is not FIT, then bisecting. An UNKNOWN probe bounds the search like an INFEASIBLE one
-    but proves nothing: the answer then names the unknown values between the proven FIT and INFEASIBLE."""
-    probe = probe or (lambda v, ev: _probe(job, kind, v, out, report, ev))
-    start = job.batch if kind == "batch" else job.layers
+def bracket(start: int, at: Callable[[int], bool | None], cap: int = 64) -> tuple[dict, int, int | None, list]:
+    """Doubling from `start` until a probe is not FIT (halving when `start` is not), then bisecting between the
+    largest FIT and the smallest value above it not proven FIT, assuming more never needs less. `at(v)` is True
+    (FIT), False (INFEASIBLE) or None (UNKNOWN: bounds the search like an INFEASIBLE one but proves nothing).
+    Returns (every probe's answer, the largest FIT or 0, the smallest INFEASIBLE above it or None, the UNKNOWN
+    values between)."""
     known: dict[int, bool | None] = {}
-    evidence: dict[int, str] = {}
 
-    def at(v: int) -> bool | None:
+    def probe(v: int) -> bool | None:
         if v not in known:
-            known[v] = probe(v, evidence)
+            known[v] = at(v)
         return known[v]
 
     lo = 0  # the largest value proven FIT
     top = None  # the smallest value above lo not proven FIT (INFEASIBLE or UNKNOWN)
     v = start
-    if at(v):
+    if probe(v):
         lo = v
         while top is None and v < cap:
             v = min(cap, v * 2)
-            if at(v):
+            if probe(v):
                 lo = v
             else:
                 top = v
@@ -114,19 +112,29 @@ def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None 
         top = v
         while lo == 0 and v > 1:
             v = max(1, v // 2)
-            if at(v):
+            if probe(v):
                 lo = v
             else:
                 top = v
     while top is not None and lo and top - lo > 1:
         mid = (lo + top) // 2
-        if at(mid):
+        if probe(mid):
             lo = mid
         else:
             top = mid
     infeasible = [k for k, r in known.items() if r is False and k > lo]
     hi = min(infeasible) if infeasible else None
     unknown = sorted(k for k, r in known.items() if r is None and k > lo and (hi is None or k < hi))
+    return known, lo, hi, unknown
+
+
+def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None = None, cap: int = 64,
+           probe=None) -> dict:
+    """The largest FIT and the smallest INFEASIBLE value (`bracket`); the answer names the unknown values
+    between the proven FIT and INFEASIBLE."""
+    probe = probe or (lambda v, ev: _probe(job, kind, v, out, report, ev))
+    evidence: dict[int, str] = {}
+    known, lo, hi, unknown = bracket(job.batch if kind == "batch" else job.layers, lambda v: probe(v, evidence), cap)
     return {"kind": kind, "largest_fit": lo or None, "smallest_infeasible": hi, "unknown": unknown,
             "proven": bool(lo) and hi == lo + 1,
             "fit_dir": str(out / f"{kind}-{lo}") if lo else None,

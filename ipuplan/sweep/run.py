@@ -81,49 +81,60 @@ def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, addr
             results[c.name] = dict(rec, resumed=True)
         else:
             todo.append(c)
-    done = len(results)
     if progress:
-        progress(_counts(results), done, len(cases))
-    if todo:
-        import ray
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        started = not ray.is_initialized()
-        if started:
-            if address:
-                _reachable(address)
-            try:
-                ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
-                         include_dashboard=False, log_to_driver=False)
-            except ConnectionError as e:  # something answered but would not admit us, e.g. a token-authenticated head
-                raise InputError("--address", None, f"{address!r}: {e}",
-                                 "a head started with a token admits clients with the same RAY_AUTH_MODE=token and "
-                                 "RAY_AUTH_TOKEN (docs/SWEEP.md)") from None
-        task = ray.remote(num_cpus=1, max_retries=0)(execute)
-        pending = {task.remote(c, str(out_dir / "cases" / c.name), cwd): c for c in todo}
-        try:
-            while pending:
-                ready, _ = ray.wait(list(pending), num_returns=1)
-                for ref in ready:
-                    c = pending.pop(ref)
-                    try:
-                        rec = ray.get(ref)
-                    except ray.exceptions.RayError as e:  # the worker died or the task raised
-                        rec = {"name": c.name, **c.record(), "status": "failed",
-                               "error": str(e).strip().splitlines()[-1][:300]}
-                        d = out_dir / "cases" / c.name
-                        d.mkdir(parents=True, exist_ok=True)
-                        (d / "case.json").write_text(json.dumps(rec, indent=1))
-                    results[c.name] = rec
-                    done += 1
-                    write_results(out_dir, [results[x.name] for x in cases if x.name in results])
-                    if progress:
-                        progress(_counts(results), done, len(cases))
-        finally:
-            if started:
-                ray.shutdown()
+        progress(_counts(results.values()), len(results), len(cases))
+
+    def finished(c: Case, rec: dict | None, error: str | None) -> None:
+        if rec is None:  # the worker died or the task raised
+            rec = {"name": c.name, **c.record(), "status": "failed", "error": error}
+            d = out_dir / "cases" / c.name
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "case.json").write_text(json.dumps(rec, indent=1))
+        results[c.name] = rec
+        write_results(out_dir, [results[x.name] for x in cases if x.name in results])
+        if progress:
+            progress(_counts(results.values()), len(results), len(cases))
+
+    on_ray(execute, [(c, (c, str(out_dir / "cases" / c.name), cwd)) for c in todo], finished, workers, address)
     records = [results[c.name] for c in cases]
     write_results(out_dir, records)
     return records
+
+
+def on_ray(fn: Callable, tasks: list[tuple], finished: Callable, workers: int | None, address: str | None) -> None:
+    """Run fn(*args) for every (key, args) of `tasks` as a Ray task of one CPU, on a local instance of `workers`
+    CPUs or the cluster at `address`; finished(key, result, None) as each ends, finished(key, None, error) when
+    its worker died or it raised."""
+    if not tasks:
+        return
+    import ray
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    started = not ray.is_initialized()
+    if started:
+        if address:
+            _reachable(address)
+        try:
+            ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
+                     include_dashboard=False, log_to_driver=False)
+        except ConnectionError as e:  # something answered but would not admit us, e.g. a token-authenticated head
+            raise InputError("--address", None, f"{address!r}: {e}",
+                             "a head started with a token admits clients with the same RAY_AUTH_MODE=token and "
+                             "RAY_AUTH_TOKEN (docs/SWEEP.md)") from None
+    task = ray.remote(num_cpus=1, max_retries=0)(fn)
+    pending = {task.remote(*args): key for key, args in tasks}
+    try:
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                key = pending.pop(ref)
+                try:
+                    res, error = ray.get(ref), None
+                except ray.exceptions.RayError as e:
+                    res, error = None, str(e).strip().splitlines()[-1][:300]
+                finished(key, res, error)
+    finally:
+        if started:
+            ray.shutdown()
 
 
 def _reachable(address: str) -> None:
@@ -140,10 +151,10 @@ def _reachable(address: str) -> None:
                          "instance") from None
 
 
-def _counts(results: dict) -> dict:
+def _counts(records) -> dict:
     out = {v: 0 for v in VERDICTS}
     out["failed"] = 0
-    for r in results.values():
+    for r in records:
         out[r.get("verdict") if r.get("status") == "done" else "failed"] += 1
     return out
 
@@ -152,10 +163,13 @@ COLUMNS = ("name", "model", "target", "batch", "layers", "settings", "status", "
            "modeled_cycles", "modeled_ms", "images_per_s", "peak_bytes", "slack_bytes", "solve_seconds", "check_seconds", "error")
 
 
-def write_results(out_dir: Path, records: list[dict]) -> None:
+def write_results(out_dir: Path, records: list[dict], searches: list[dict] | None = None) -> None:
+    """sweep.json (every case's record, and each largest-batch search's boundary when there are searches) and
+    sweep.csv (one row per case)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = out_dir / "sweep.json.tmp"
-    tmp.write_text(json.dumps({"format": "ipuplan-sweep/1", "cases": records}, indent=1))
+    tmp.write_text(json.dumps({"format": "ipuplan-sweep/1", "cases": records}
+                              | ({"searches": searches} if searches is not None else {}), indent=1))
     tmp.replace(out_dir / "sweep.json")
     with open(out_dir / "sweep.csv", "w", newline="") as f:
         w = csv.writer(f)

@@ -99,3 +99,16 @@ def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path)
     assert "was not placed" in r.out
     assert check_plan(plan, json.loads((tmp_path / "placement.json").read_text()), base=tmp_path).ok
 
+
+
+def test_an_op_without_implementations_is_unknown_not_a_crash(cli, tmp_path):
+    """More images than tiles: no row grid keeps each image's rows apart, so the positional add has no
+    implementation. The catalogue is empty for it; that proves nothing about the model, so UNKNOWN (exit 3) with
+    the op named, not INFEASIBLE and not a traceback."""
+    t8 = tmp_path / "t8.yaml"
+    t8.write_text(SMALL.read_text().replace("tiles: 64 ", "tiles: 8 ", 1))
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "9", "--target", t8, "-o", tmp_path / "o")
+    assert r.code == 3, r.out + r.err
+    assert "no implementation of embed.pos at batch 9 on 8 tiles" in r.out
+    doc = json.loads((tmp_path / "o" / "verdict.json").read_text())
+    assert doc["verdict"] == "UNKNOWN" and "embed.pos" in doc["unknown"]["reason"]
