@@ -100,10 +100,12 @@ def _sweep(sweep: dict) -> dict:
     """A sweep: the verdict grid (a row per model, target and option values; a column per batch), the modeled
     latency against batch, and each row's boundary pair (largest FIT batch, smallest INFEASIBLE batch)."""
     rows: dict[str, dict] = {}
+
+    def key(c: dict) -> str:
+        return " · ".join([Path(c["model"]).stem, Path(c["target"]).stem, f"L{c['layers']}" if c["layers"] else "full"]
+                          + [f"{k}={v}" for k, v in c["settings"].items()])
     for c in sweep["cases"]:
-        key = " · ".join([Path(c["model"]).stem, Path(c["target"]).stem, f"L{c['layers']}" if c["layers"] else "full"]
-                         + [f"{k}={v}" for k, v in c["settings"].items()])
-        r = rows.setdefault(key, {"row": key, "cases": {}})
+        r = rows.setdefault(key(c), {"row": key(c), "cases": {}})
         r["cases"][str(c["batch"])] = {k: c.get(k) for k in ("name", "verdict", "status", "modeled_ms", "checked",
                                                               "certificate", "slack_bytes")}
     for r in rows.values():
@@ -111,6 +113,9 @@ def _sweep(sweep: dict) -> dict:
         inf = [int(b) for b, c in r["cases"].items() if c["verdict"] == "INFEASIBLE"]
         r["largest_fit"] = max(fit) if fit else None
         r["smallest_infeasible"] = min((b for b in inf if not fit or b > max(fit)), default=None)
+    for srch in sweep.get("searches", []):  # a largest-batch sweep: the search's answer counts checked probes only
+        if key(srch) in rows:
+            rows[key(srch)].update({k: srch.get(k) for k in ("largest_fit", "smallest_infeasible", "proven")})
     batches = sorted({c["batch"] for c in sweep["cases"]})
     return {"format": "ipuplan-report/1", "sweep": {"batches": batches, "rows": list(rows.values())},
             "head": {"model": f"sweep of {len(sweep['cases'])} cases", "target": "", "batch": "", "layers": "",

@@ -234,7 +234,7 @@ function drawSweep() {
     for (const b of W.batches) { const c = r.cases[String(b)] || {}, v = c.verdict || (c.status ? c.status : "");
       const td = el("td", { class: "cell " + v, title: c.name || "" }, v + (c.modeled_ms ? ` ${c.modeled_ms.toFixed(2)} ms` : "") + (c.checked === false ? " (check failed)" : ""));
       tr.appendChild(td); }
-    tr.appendChild(el("td", {}, `largest FIT ${r.largest_fit ?? "-"}, smallest INFEASIBLE ${r.smallest_infeasible ?? "-"}`));
+    tr.appendChild(el("td", {}, `largest FIT ${r.largest_fit ?? "-"}, smallest INFEASIBLE ${r.smallest_infeasible ?? "-"}` + (r.proven ? " (proven)" : "")));
     tbl.appendChild(tr); }
   const c = $("slat"), ctx = c.getContext("2d"); c.width = 960; c.height = 300;
   const box = { l: 70, t: 10, w: 860, h: 250 };

@@ -88,3 +88,7 @@ def test_largest_batch_sweep_end_to_end(cli, tmp_path):
     assert sorted((c["batch"], c["verdict"], c["checked"]) for c in doc["cases"]) == [
         (1, "FIT", True), (1, "INFEASIBLE", True), (2, "FIT", True), (4, "FIT", True)]
     assert "4 (the cap)" in r.out and "1 (counting)" in r.out
+    from ipuplan.report import collect
+    rows = {r["row"]: r for r in collect(tmp_path / "s")["sweep"]["rows"]}
+    assert rows["vit-small · t8 · full · headroom=300000"]["largest_fit"] == 4
+    assert rows["vit-small · t8 · full · headroom=400000"]["smallest_infeasible"] == 1
