@@ -88,7 +88,8 @@ def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool) -> None:
     from .cli_common import err
     if kind != "ipus":
         raise InputError("--what-if", None, f"{kind} is not answered for a pipeline directory",
-                         "valid here: ipus (or ask about a single-chip solve directory)")
+                         "valid here: ipus (or ask about a single-chip solve directory); the largest batch on N "
+                         "chips: `ipuplan sweep MODEL --set ipus=N --largest-batch -o DIR` (docs/SWEEP.md)")
     from .pipeline.whatif import fewest_ipus
     from .solver.whatif import job_from_doc
     out_dir = d / "what-if"
