@@ -48,7 +48,8 @@ def execute(case: Case, out: str, cwd: str) -> dict:
     rec["peak_bytes"] = (doc.get("peaks") or {}).get("total", {}).get("bytes")
     rec["slack_bytes"] = (doc.get("slack") or {}).get("bytes")
     rec["certificate"] = (doc.get("core") or {}).get("certificate", {}).get("kind") or \
-        ("machine" if doc.get("machine") and doc["verdict"] == "INFEASIBLE" else None)
+        (doc.get("certificate") or {}).get("kind") or \
+        ("machine" if doc.get("machine") and doc["verdict"] == "INFEASIBLE" else None)  # pipelines: certificate.kind
     if rec["verdict"] == "UNKNOWN":
         rec["reason"] = (doc.get("unknown") or {}).get("reason")
     if rec["verdict"] in ("FIT", "INFEASIBLE") and (doc_path if rec["verdict"] == "FIT" else

@@ -354,3 +354,14 @@ def test_a_layer_no_chip_holds(tmp_path, cli):
     assert r.code == 1 and "layer 1 alone" in r.out
     r = cli("check", tmp_path / "p")
     assert r.code == 0 and "no partition over any number of chips fits" in r.out
+
+
+def test_sweep_records_a_pipeline_certificate(tmp_path, cli):
+    """A pipeline INFEASIBLE's certificate kind reaches the sweep's record (the verdict's `certificate.kind`)."""
+    t8 = tmp_path / "t8.yaml"
+    t8.write_text(SMALL.read_text().replace("tiles: 64 ", "tiles: 8 ", 1))
+    r = cli("sweep", VIT, "--target", t8, "--batch", "2", "--layers", "200", "--set", "ipus=2", "--workers", "1",
+            "-o", tmp_path / "s")
+    assert r.code == 0, r.out + r.err
+    (case,) = json.loads((tmp_path / "s" / "sweep.json").read_text())["cases"]
+    assert (case["verdict"], case["certificate"], case["checked"]) == ("INFEASIBLE", "pipeline-machine", True)
