@@ -11,7 +11,6 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from ..catalogue.impl import Impl, Life, ParamMode
-from ..cpsat import run as run_cpsat
 from ..layout import Layout
 from .budget import Budget
 from .model import ModelCtx
@@ -20,7 +19,6 @@ from .rounds import chosen_literals, solve_rounds
 
 SHARE = 0.25  # of the effort left, at most
 MAX_EFFORT = 120.0  # deterministic seconds, at most
-PRECHECK = 5.0  # deterministic seconds at most: one worker, for a model its loading proves infeasible
 
 
 def own_bytes(im: Impl, tiles: int, counts: dict[str, int] | None = None) -> int:
@@ -44,21 +42,6 @@ def leanest(p) -> dict[str, int]:
     return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T)) for op, impls in p.impls.items()}
 
 
-def _infeasible_on_loading(ctx: ModelCtx, opts, sub: Budget) -> bool:
-    """One worker, briefly, before the interleaved search: OR-tools 9.15's interleaved search aborts the
-    whole process (CHECK `heuristics.fixed_search != nullptr`) when one of its subsolvers proves the model
-    infeasible while loading it (a PE-Core G/14 stage of 13 layers); one worker answers such a model. Here,
-    not in every solve: the probe is each model's first solve, and the ones after it start from a plan."""
-    solver = cp_model.CpSolver()
-    one = sub.share(1.0)
-    one.effort = min(one.effort, PRECHECK)
-    one.cpsat(solver, 1, opts.seed)
-    status = run_cpsat(solver, ctx.m)
-    one.spend(solver.deterministic_time)
-    sub.spend(one.spent)
-    return status == cp_model.INFEASIBLE
-
-
 def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
     """(CP-SAT status, a plan exact on every tile or None). Leaves the model with its objective again, hinted
     with the plan when there is one."""
@@ -70,10 +53,7 @@ def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]
             ctx.m.AddHint(v, k[2] == lean[k[1]])
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
-    if opts.workers > 1 and _infeasible_on_loading(ctx, opts, sub):
-        status, added = cp_model.INFEASIBLE, 0
-    else:
-        status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan")
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan", precheck=True)
     budget.spend(sub.spent)
     add_objective(ctx)
     ctx.m.ClearHints()

@@ -20,6 +20,7 @@ from .objective import add_objective
 from .problem import Problem
 
 MAX_ROUNDS = 40
+PRECHECK = 10.0  # deterministic seconds at most: one worker, for a model its loading proves infeasible
 
 
 def build_model(p: Problem, classes, *, objective: bool, elastic: bool = False, free: bool = False,
@@ -60,13 +61,38 @@ class _Progress(cp_model.CpSolverSolutionCallback):
                         f"({self.WallTime():.1f} s)")
 
 
-def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what: str, keep_free: bool = False):
+def refuted_on_loading(ctx: ModelCtx, opts: SolveOptions, budget: Budget):
+    """(refuted, solver): one worker with max_lp's linear relaxation (linearization level 2), briefly. OR-tools
+    9.15's interleaved search aborts the whole process (CHECK `heuristics.fixed_search != nullptr`) when one of
+    its subsolvers proves the model infeasible while loading it — max_lp, the strongest relaxation among them
+    (SigLIP b7 on 4 chips, the head stage re-solved with 16 KiB of headroom; a PE-Core G/14 stage of 13 layers);
+    one worker answers such a model instead."""
+    solver = cp_model.CpSolver()
+    one = budget.share(1.0)
+    one.effort = min(one.effort, PRECHECK)
+    one.cpsat(solver, 1, opts.seed)
+    solver.parameters.linearization_level = 2
+    status = run_cpsat(solver, ctx.m)
+    one.spend(solver.deterministic_time)
+    budget.spend(one.spent)
+    return status == cp_model.INFEASIBLE, solver
+
+
+def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what: str, keep_free: bool = False,
+                 precheck: bool = False):
     """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none (or the
-    effort runs out). Returns (status, solver, rounds, rows added in the last round)."""
+    effort runs out). Returns (status, solver, rounds, rows added in the last round). With more than one
+    worker, a model not known to have a plan (`precheck`, and every model rows were added to) is first put to
+    `refuted_on_loading`."""
     p = ctx.p
     rounds, added = 0, 0
     while True:
         rounds += 1
+        if opts.workers > 1 and (precheck or rounds > 1):
+            refuted, solver = refuted_on_loading(ctx, opts, budget)
+            if refuted:
+                return cp_model.INFEASIBLE, solver, rounds, added
+            budget.check_wall()
         solver = cp_model.CpSolver()
         budget.cpsat(solver, opts.workers, opts.seed)
         if not ctx.slack and not keep_free:

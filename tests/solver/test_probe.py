@@ -56,12 +56,23 @@ def test_a_probe_infeasible_is_certified(monkeypatch, cli, tmp_path):
     certificate path and the certificate checks. One worker refutes this model while loading it, so the
     interleaved probe never runs (OR-tools 9.15's interleaved search aborts the process on such a model)."""
     import ipuplan.solver.probe as probe_mod
-    real = probe_mod.solve_rounds
+    import ipuplan.solver.rounds as rounds_mod
+    real_rounds, real_run = probe_mod.solve_rounds, rounds_mod.run_cpsat
+    probing = []
 
-    def no_interleaved_probe(ctx, opts, report, budget, what, keep_free=False):
-        assert what != "plan", "the interleaved probe ran on a model one worker refutes"
-        return real(ctx, opts, report, budget, what, keep_free)
-    monkeypatch.setattr(probe_mod, "solve_rounds", no_interleaved_probe)
+    def in_the_probe(ctx, opts, report, budget, what, keep_free=False, precheck=False):
+        probing.append(what == "plan")
+        try:
+            return real_rounds(ctx, opts, report, budget, what, keep_free, precheck)
+        finally:
+            probing.pop()
+
+    def never_interleaved(solver, model, *a, **k):
+        assert not (probing and probing[-1] and solver.parameters.interleave_search), \
+            "the interleaved probe ran on a model one worker refutes"
+        return real_run(solver, model, *a, **k)
+    monkeypatch.setattr(probe_mod, "solve_rounds", in_the_probe)
+    monkeypatch.setattr(rounds_mod, "run_cpsat", never_interleaved)
     r = cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", SMALL, "--headroom", "600000",
             "-o", tmp_path)
     stats = json.loads((tmp_path / "solve-stats.json").read_text())
@@ -112,3 +123,30 @@ def test_an_op_without_implementations_is_unknown_not_a_crash(cli, tmp_path):
     assert "no implementation of embed.pos at batch 9 on 8 tiles" in r.out
     doc = json.loads((tmp_path / "o" / "verdict.json").read_text())
     assert doc["verdict"] == "UNKNOWN" and "embed.pos" in doc["unknown"]["reason"]
+
+
+REFUTED_BY_MAX_LP = """
+from ipuplan.catalogue import Catalogue
+from ipuplan.model import build_graph, load_model
+from ipuplan.model.stage import Stage
+from ipuplan.solver.solve import SolveOptions, solve
+from ipuplan.target import load_target
+g = build_graph(load_model("models/siglip.yaml"), 7, Stage.of(21, 6, 27))
+r = solve(g, load_target("targets/c600.yaml"), SolveOptions(batch=7, headroom=16384, slack_effort=0, effort=20,
+                                                             explain=False))
+print("VERDICT", r.verdict.value, r.stats.get("probe"))
+"""
+
+
+@pytest.mark.slow
+def test_a_model_max_lp_refutes_on_loading_does_not_abort_the_process():
+    """SigLIP b7's last 6 layers and head with 16 KiB of headroom: OR-tools 9.15's interleaved search aborts the
+    process (CHECK `heuristics.fixed_search != nullptr`) when its max_lp subsolver proves the model infeasible while
+    loading it, which the default one-worker configuration does not within its effort. The precheck runs one worker
+    with max_lp's relaxation first, so the solve answers (CP-SAT's INFEASIBLE, here without a certificate of its
+    own: UNKNOWN) instead of the process dying."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-c", REFUTED_BY_MAX_LP], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "VERDICT" in p.stdout and "INFEASIBLE" in p.stdout.split("VERDICT")[1]
