@@ -168,6 +168,12 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
                 fb = pl["fell_back"]
                 out.print(f"  [yellow]the search's fastest plan, {fb['cycles']:,} cycles, was not placed[/] "
                           f"({fb['reason']}); this is the probe's plan", highlight=False)
+                if fb.get("retry"):
+                    rt = fb["retry"]
+                    found = (f"a placed plan of {rt['cycles']:,} cycles, not faster" if rt["cycles"] is not None
+                             else "no placed plan")
+                    out.print(f"  solving again with {rt['headroom_added']:,} B more headroom per tile found {found}",
+                              highlight=False)
         out.print(f"  plan: {out_dir / 'plan.json'}" + (f" + {pl['file']}" if pl else ""))
     elif v == "INFEASIBLE" and "core" not in doc:
         m = doc["machine"]

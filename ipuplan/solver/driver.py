@@ -24,6 +24,7 @@ from .solve import SolveOptions, SolveResult, Verdict, solve
 MAX_CUTS = 8
 HEADROOM_STEP = 8192
 MAX_HEADROOM = 32768
+KEEP_WITHIN = 0.10  # a placed probe plan this close to the fastest is the answer; a slower one is kept in hand
 
 TABLES_NOTE = {
     "modeled": "per tile, from the plan's transfers (IPU21 instruction words, Repeat patch words, local copy lists); "
@@ -166,25 +167,28 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
     (at most MAX_CUTS times); otherwise (undecided, or the cuts spent) the probe's slower plan is placed if the
     search ended on another, and failing that a tile the engines leave undecided makes the planner solve again
     with HEADROOM_STEP more bytes kept free per tile (at most MAX_HEADROOM more): FIT only when placed, and a
-    verdict reached after a cut or more headroom is never INFEASIBLE. Returns (result, placement, the options
-    solved with)."""
+    verdict reached after a cut or more headroom is never INFEASIBLE. A placed probe plan more than KEEP_WITHIN
+    slower than the fastest is kept in hand while the planner solves once more with more headroom; the faster of
+    the two placed plans is the answer. Returns (result, placement, the options solved with)."""
     from ..backend.placement.tiles import place_plan
     cuts: list = []
     extra = 0
+    kept = None  # (result, placement, options): a placed probe plan while a faster one is sought
     while True:
         o = dataclasses.replace(opts, cuts=tuple(cuts), headroom=opts.headroom + extra)
-        result = solve(graph, target, o, report)
+        # with a plan in hand an INFEASIBLE retry only means "keep it": no core to minimize
+        result = solve(graph, target, o if kept is None else dataclasses.replace(o, explain=False), report)
         if (cuts or extra) and result.verdict is Verdict.INFEASIBLE:
             result.verdict = Verdict.UNKNOWN
             result.reason = (f"the placement of an earlier plan was {'impossible' if cuts else 'undecided'}, and with "
                              f"{len(cuts)} cuts and {extra:,} B more headroom no plan is left; not a proof")
         if result.verdict is not Verdict.FIT or opts.strategy != "cpsat":
-            return result, None, o
+            return _faster(kept, None, extra, report) or (result, None, o)
         pp = place_plan(result.problem, result.chosen, report=report)
         result.stats["placement"] = dict(pp.summary(), cuts=len(cuts), headroom_added=extra,
                                          seconds=round(pp.seconds, 3))
         if pp.placed:
-            return result, pp, o
+            return _faster(kept, (result, pp, o), extra, report)
         if pp.failed is not None and len(cuts) < MAX_CUTS:
             if report:
                 report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
@@ -192,16 +196,47 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
             continue
         fallen = _fall_back(result, pp, report)
         if fallen is not None:
-            return result, fallen, o
-        if pp.unknown is not None and extra < MAX_HEADROOM:
+            fb = result.stats["placement"]["fell_back"]
+            if (kept is None and pp.unknown is not None and extra < MAX_HEADROOM
+                    and _cycles(result) > fb["cycles"] * (1 + KEEP_WITHIN)):
+                kept = (result, fallen, o)
+                extra += HEADROOM_STEP
+                if report:
+                    report(f"the probe's plan ({_cycles(result):,} cycles) is placed and kept; solving again with "
+                           f"{extra:,} B more headroom per tile for a placed plan nearer {fb['cycles']:,}")
+                continue
+            return _faster(kept, (result, fallen, o), extra, report)
+        if kept is None and pp.unknown is not None and extra < MAX_HEADROOM:
             extra += HEADROOM_STEP
             if report:
                 report(f"placement undecided on {pp.reason}; solving again with {extra:,} B more headroom per tile")
             continue
+        if kept is not None:
+            return _faster(kept, None, extra, report)
         result.verdict = Verdict.UNKNOWN
         result.reason = (f"placement: {pp.reason}" if pp.failed is None else
                          f"placement still fails after {len(cuts)} cuts: {pp.reason}")
         return result, None, o
+
+
+def _cycles(result: SolveResult) -> int:
+    return result.plan["cycles"]["modeled"]
+
+
+def _faster(kept, got, extra: int, report):
+    """The faster of the plan in hand and the retry's placed plan (either may be None); the plan in hand records
+    what the retry found."""
+    if kept is None:
+        return got
+    mine = kept[0].stats["placement"]["fell_back"]
+    mine["retry"] = {"headroom_added": extra, "cycles": _cycles(got[0]) if got else None}
+    if got is not None and _cycles(got[0]) < _cycles(kept[0]):
+        if report:
+            report(f"the retry's plan is placed: {_cycles(got[0]):,} cycles against the probe's {_cycles(kept[0]):,}")
+        return got
+    if report:
+        report("the retry found no faster placed plan; the probe's plan stands")
+    return kept
 
 
 def _fall_back(result: SolveResult, pp, report):

@@ -87,29 +87,68 @@ def test_the_probe_spends_at_most_its_share(share):
     assert probe.SHARE == share and probe.MAX_EFFORT <= 120.0
 
 
-def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path):
-    """vit-small b2: when the fastest plan's placement is made undecided, the probe's plan is placed instead,
-    FIT says so, and the plan with its placement checks."""
+def _undecided(monkeypatch, which):
+    """Make the place_plan calls whose 1-based numbers `which` accepts undecided; returns the chosen sets placed."""
     import ipuplan.backend.placement.tiles as tiles
     real = tiles.place_plan
     placed: list[set] = []
 
-    def the_first_is_undecided(p, chosen, node_budget=tiles.NODE_BUDGET, report=None):
+    def some_are_undecided(p, chosen, node_budget=tiles.NODE_BUDGET, report=None):
         pp = real(p, chosen, node_budget, report)
         placed.append(set(chosen))
-        if len(placed) == 1:
+        if which(len(placed)):
             pp.unknown, pp.reason = 0, "made undecided by the test"
         return pp
-    monkeypatch.setattr(tiles, "place_plan", the_first_is_undecided)
-    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "-o", tmp_path)
+    monkeypatch.setattr(tiles, "place_plan", some_are_undecided)
+    return placed
+
+
+def _solve_vit(cli, out):
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", SMALL, "-o", out)
     assert r.code == 0, r.out + r.err
-    plan = json.loads((tmp_path / "plan.json").read_text())
+    plan = json.loads((out / "plan.json").read_text())
+    assert check_plan(plan, json.loads((out / "placement.json").read_text()), base=out).ok
+    return r, plan
+
+
+def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path):
+    """vit-small b2: when the fastest plan's placement is made undecided, the probe's plan is placed instead,
+    FIT says so, and the plan with its placement checks (a probe plan within KEEP_WITHIN of the fastest: no retry)."""
+    import ipuplan.solver.driver as driver
+    monkeypatch.setattr(driver, "KEEP_WITHIN", 1e9)
+    placed = _undecided(monkeypatch, lambda n: n == 1)
+    r, plan = _solve_vit(cli, tmp_path)
     assert len(placed) == 2 and placed[0] != placed[1], "the fastest plan first, then the probe's"
     fb = plan["placement"]["fell_back"]
     assert fb["reason"] == "made undecided by the test" and fb["cycles"] < plan["cycles"]["modeled"]
+    assert "retry" not in fb and plan["placement"]["headroom_added"] == 0
     assert "was not placed" in r.out
-    assert check_plan(plan, json.loads((tmp_path / "placement.json").read_text()), base=tmp_path).ok
 
+
+def test_a_much_slower_probe_plan_is_kept_while_the_planner_retries(monkeypatch, cli, tmp_path):
+    """The probe's plan placed but slower than the fastest by more than KEEP_WITHIN: the planner solves once more
+    with 8 KiB more headroom; its placed plan is faster, so it is the answer (recorded headroom, no fallback)."""
+    import ipuplan.solver.driver as driver
+    monkeypatch.setattr(driver, "KEEP_WITHIN", 0.0)
+    placed = _undecided(monkeypatch, lambda n: n == 1)
+    r, plan = _solve_vit(cli, tmp_path)
+    assert len(placed) == 3, "the fastest plan, the probe's, then the retry's fastest"
+    assert "fell_back" not in plan["placement"] and plan["placement"]["headroom_added"] == driver.HEADROOM_STEP
+    assert plan["accounting"]["headroom_bytes"] == driver.HEADROOM_STEP
+    assert "the retry's plan is placed" in r.err + r.out
+
+
+def test_the_probe_plan_in_hand_stands_when_the_retry_places_nothing(monkeypatch, cli, tmp_path):
+    """The same, but nothing the retry finds places: the probe's plan in hand is the answer, saying so."""
+    import ipuplan.solver.driver as driver
+    monkeypatch.setattr(driver, "KEEP_WITHIN", 0.0)
+    placed = _undecided(monkeypatch, lambda n: n != 2)
+    r, plan = _solve_vit(cli, tmp_path)
+    assert len(placed) == 4, "the fastest plan, the probe's; the retry's fastest and its probe's, both undecided"
+    fb = plan["placement"]["fell_back"]
+    assert fb["retry"] == {"headroom_added": driver.HEADROOM_STEP, "cycles": None}
+    assert plan["placement"]["headroom_added"] == 0 and plan["accounting"]["headroom_bytes"] == 0
+    assert "found no placed plan" in r.out
 
 
 def test_an_op_without_implementations_is_unknown_not_a_crash(cli, tmp_path):
