@@ -160,10 +160,23 @@ def rope_consumer(ctx: Ctx, sop: SOp):
     return None, []
 
 
-def rope_tables(out: Layout, head_dim: int) -> Layout:
-    """F32 sin and cos tables beside every output block: one [rows, head_dim] pair per block, indexed by the
-    row's token and the column's place in its head (the angles are the same for every head, q and k)."""
-    return per_block(out, out.max_block_items()[0] * head_dim * 8)
+def rope_codelet(ctx: Ctx):
+    """The RoPE epilogue a catalogue links: tables of unique angles in the compact catalogue, the full interleaved
+    tables (every angle twice) elsewhere."""
+    return vector.ROPE_UNIQUE if ctx.compact else vector.ROPE
+
+
+def rope_fields(ctx: Ctx) -> dict:
+    """The choice fields naming the RoPE tables' layout (absent: full tables)."""
+    return {"rope": "unique"} if ctx.compact else {}
+
+
+def rope_tables(ctx: Ctx, out: Layout, head_dim: int) -> Layout:
+    """F32 sin and cos tables beside every output block: one [rows, head_dim] pair per block (head_dim / 2
+    columns with unique angles), indexed by the row's token and the column's place in its head (the angles are the
+    same for every head, q and k)."""
+    cols = head_dim // 2 if rope_codelet(ctx) is vector.ROPE_UNIQUE else head_dim
+    return per_block(out, out.max_block_items()[0] * cols * 8)
 
 
 def partial_layouts(m: int, n: int, pm: int, pn: int, pk: int, groups: int, cg: int = 2) -> tuple[Layout, Layout]:
@@ -250,11 +263,11 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
         if rope_op is not None:
             # RoPE is applied in place to the q and k columns of the output, in one more compute set
             cols = sum(c1 - c0 for c0, c1 in rope_wins)
-            bufs.append(Buf("RoPE tables", rope_tables(out, rope_op.op.attrs.head_dim), Life.PROGRAM))
+            bufs.append(Buf("RoPE tables", rope_tables(ctx, out, rope_op.op.attrs.head_dim), Life.PROGRAM))
             cyc += vector.cycles(tg, "rope", mb * ceil(nb * cols / n) * 2)
-            codelets.append(vector.ROPE.name)
+            codelets.append(rope_codelet(ctx).name)
             sets += 1
-        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": pk}
+        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": pk} | (rope_fields(ctx) if rope_op is not None else {})
         if out_align > 1:
             base["out_align"] = out_align
 
@@ -269,7 +282,7 @@ def matmul(ctx: Ctx, sop: SOp) -> list[Impl]:
                 desc += [descriptors(ctx, recv, gemm.REDUCE, moving)] * len(internal)
                 cyc += len(internal) * descriptor_patching(ctx, recv, moving)
             if rope_op is not None:
-                desc.append(descriptors(ctx, out, vector.ROPE))
+                desc.append(descriptors(ctx, out, rope_codelet(ctx)))
             lab = f"grid {pm}x{pn}x{pk}" + (" heads padded" if "out_align" in f else "") + \
                 f" weights {f.get('params')}" + home_label(f)
             return Impl(sop.key, lab, f, out, {} if xref.kind == "param" else {0: xlay}, ps, bufs + tuple(desc), cyc, codelets, sets, internal,

@@ -30,7 +30,7 @@ from ..layout.geometry import grain, per_block
 from ..layout.transfer import block_moves
 from .common import IL, descriptors, holder, home_label, row_layout, variants
 from .impl import Buf, Ctx, Impl, Internal, Life, Move, ParamMode
-from .matmul import grids, rope_consumer, rope_tables
+from .matmul import grids, rope_codelet, rope_consumer, rope_fields, rope_tables
 from .schedule import SOp, matrix
 
 ROTATIONS = (2, 3, 4, MAX_ROTATION, MAX_STEPS_COMPACT)  # slices offered, up to the catalogue's Steps.slices
@@ -157,16 +157,17 @@ def rotating(ctx: Ctx, sop: SOp) -> list[Impl]:
         codelets, sets = (amp.name,), r
         if rope_op is not None:  # in place on the q and k columns of the output, after the last step
             cols = sum(c1 - c0 for c0, c1 in rope_wins)
-            bufs += (Buf("RoPE tables", rope_tables(out, rope_op.op.attrs.head_dim), Life.PROGRAM),)
+            bufs += (Buf("RoPE tables", rope_tables(ctx, out, rope_op.op.attrs.head_dim), Life.PROGRAM),)
             cyc += vector.cycles(tg, "rope", mb * ceil(nb * cols / n) * 2)
-            codelets, sets = codelets + (vector.ROPE.name,), sets + 1
-        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": 1, "rotate": r} | ({"accumulate": "out"} if in_place else {})
+            codelets, sets = codelets + (rope_codelet(ctx).name,), sets + 1
+        base = {"kind": "matmul", "pm": pm, "pn": pn, "pk": 1, "rotate": r} | ({"accumulate": "out"} if in_place else {}) | \
+            (rope_fields(ctx) if rope_op is not None else {})
 
         def make(f, ps, xlay=xlay, out=out, cyc=cyc, bufs=bufs, internal=internal, extra=extra, pm=pm, pn=pn, r=r,
                  codelets=codelets, sets=sets):
             desc = tuple(descriptors(ctx, out, amp) for _ in range(r))
             if rope_op is not None:
-                desc += (descriptors(ctx, out, vector.ROPE),)
+                desc += (descriptors(ctx, out, rope_codelet(ctx)),)
             lab = f"rotating {pm}x{pn} r{r}{' in place' if in_place else ''} weights staged" + home_label(f)
             return Impl(sop.key, lab, f, out, {0: xlay}, ps, bufs + desc, cyc, codelets, sets, internal, extra)
         # weights rotate out of their staged shards (the staged copy is overwritten as a shard buffer)

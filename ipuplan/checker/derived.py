@@ -8,7 +8,7 @@ from math import prod
 
 from ..ir.graph import OpKind
 from .geometry import per_block, row_sizes
-from .validate import Invalid
+from .validate import Invalid, one_of
 
 
 @dataclass
@@ -112,14 +112,23 @@ def gemm_shape(cx: Ctx, o) -> GemmShape:
     return GemmShape(xkind, xkey, wkey, m, k, wv.shape[1], xv.dtype.is_fp8, xv.dtype.itemsize, wv.dtype.itemsize)
 
 
-def rope_epilogue(cx: "Ctx", o, out: dict, d: Derived) -> bool:
+def rope_epilogue(cx: "Ctx", o, out: dict, d: Derived, ch: dict, path: str) -> bool:
     """Where rotary attention reads matmul `o`'s output: the F32 sin and cos tables beside every output block
-    (one [rows, head_dim] pair each) and the RoPE vertices' descriptors; whether it does."""
+    (one [rows, head_dim] pair each; [rows, head_dim / 2] of unique angles, which the compact catalogue and only
+    it uses, when the choice's `rope` is "unique") and the RoPE vertices' descriptors; whether it does."""
     from ..codelets import vector
+    unique = "rope" in ch
+    if unique:
+        one_of(ch, "rope", path, ("unique",))
     for c in cx.prog.consumers[o.key]:
         if c.op.kind is OpKind.ATTENTION and c.op.attrs.rope:
-            rows = int(row_sizes(out).max())
-            d.bufs.append(("RoPE tables", per_block(out, rows * c.op.attrs.head_dim * 8), "program"))
-            d.bufs.append(cx.descriptors(out, vector.ROPE, 0))
+            if unique != cx.compact:
+                raise Invalid(f"{path}.rope: RoPE tables of unique angles are the compact catalogue's, and only its "
+                              f"({'present' if unique else 'absent'} here, {'' if cx.compact else 'not '}the compact catalogue)")
+            rows, D = int(row_sizes(out).max()), c.op.attrs.head_dim
+            d.bufs.append(("RoPE tables", per_block(out, rows * (D // 2 if unique else D) * 8), "program"))
+            d.bufs.append(cx.descriptors(out, vector.ROPE_UNIQUE if unique else vector.ROPE, 0))
             return True
+    if unique:
+        raise Invalid(f"{path}.rope: no rotary attention reads this matmul's output")
     return False

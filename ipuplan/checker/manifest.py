@@ -410,6 +410,7 @@ EXPECT = {
     cl.vector.CAST.name: ({OpKind.CAST}, _cast, ()),
     cl.vector.COPY.name: (ANY, _copy, (1,)),  # local copies belong to any op; a broadcast is Copy vertices
     cl.vector.ROPE.name: ({OpKind.MATMUL}, _rope, (0, 3, 4, 5, 6, 7)),  # first row and column, q and k windows
+    cl.vector.ROPE_UNIQUE.name: ({OpKind.MATMUL}, _rope, (0, 3, 4, 5, 6, 7)),
     cl.attention.STREAMING.name: ({OpKind.ATTENTION}, _attention, ()),
     cl.attention.MATERIALIZED.name: ({OpKind.ATTENTION}, _attention, ()),
     cl.attention.CARRY.name: ({OpKind.ATTENTION}, _carry, ()),
@@ -443,6 +444,12 @@ def _params(s, ops, plan) -> None:
                 raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan's rotating matmul "
                                f"{'accumulates in its output' if in_place else 'keeps an F32 accumulator'} "
                                f"({want.name})")
+        if v.codelet in (cl.vector.ROPE.name, cl.vector.ROPE_UNIQUE.name):
+            unique = _choice(plan, s).get("rope") == "unique"
+            want = cl.vector.ROPE_UNIQUE if unique else cl.vector.ROPE
+            if v.codelet != want.name:
+                raise Mismatch(f"step {s.step} ({s.op} {s.name}): {v.codelet} where the plan's RoPE tables hold "
+                               f"{'unique angles' if unique else 'every angle twice'} ({want.name})")
         gemms = cl.gemm.GEMM  # (the accumulating GEMMs' operand type is checked with their variant above)
         if v.codelet in (gemms[False].name, gemms[True].name) and \
                 v.codelet != gemms[g.value(op.inputs[0]).dtype.is_fp8].name:

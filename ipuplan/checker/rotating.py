@@ -71,7 +71,7 @@ def rotating(cx: Ctx, o, ch: dict, path: str) -> Derived:
                ("w shards", per_block(out, int(block_bytes(w).max()), "il"), "compute")]
     d.bufs += [cx.descriptors(out, gemm.ACCUMULATE_OUT if in_place else gemm.ACCUMULATE[fp8], 0)] * r
     d.rounds = _shifts(cx, o.key, xkey, wkey, x, w, out, r)
-    if rope_epilogue(cx, o, out, d) and (r >= cx.steps.slices or not cx.compact):
+    if rope_epilogue(cx, o, out, d, ch, path) and (r >= cx.steps.slices or not cx.compact):
         raise Invalid(f"{path}: a rotating matmul feeding rotary attention takes fewer than {cx.steps.slices} slices "
                       f"(RoPE runs one more compute set) and the compact catalogue ({r} slices here)")
     d.apart = [(a, b) for a in ("x", "x shards") for b in (("out",) if in_place else ("accumulator", "out"))]

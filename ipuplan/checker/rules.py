@@ -1,6 +1,6 @@
 """The checker's own reading of a recorded choice: from the IR op and the choice's identifying fields alone,
 every buffer the op allocates, the layout each input must arrive in, its parameters and its internal
-exchanges. Identifying fields: matmul (pm, pn, pk, out_align, params, homes; a rotating one `rotate`:
+exchanges. Identifying fields: matmul (pm, pn, pk, out_align, params, homes, rope; a rotating one `rotate`:
 checker/rotating.py), attention (query_blocks, key_splits, mode; ring attention `ring`: checker/ring.py),
 element-wise (the output layout's geometry, params, homes); everything else is derived here and compared. A staged parameter's home is "spread" (its staged blocks end to end over every tile) or "blocks"
 / "blocks/<c>" (one replica of the staged layout, each block on a tile of its own, a one-row block in c
@@ -94,7 +94,7 @@ def _matmul(cx: Ctx, o, ch: dict, path: str) -> Derived:
         d.bufs += [cx.descriptors(recv, gemm.REDUCE, cx.patched(d.params[1:]))] * len(d.internal)
     d.bufs.append(cx.descriptors(grid, gemm.GEMM[fp8], cx.patched(d.params if pk == 1 else d.params[:1])))
     d.apart = [tuple("partials" if f == "out" and pk > 1 else f for f in pair) for pair in gemm.GEMM[fp8].apart]
-    rope_epilogue(cx, o, out, d)
+    rope_epilogue(cx, o, out, d, ch, path)
     return d
 
 

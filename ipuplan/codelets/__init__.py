@@ -14,7 +14,7 @@ ALL: tuple[Codelet, ...] = (*gemm.GEMM.values(), gemm.REDUCE, *gemm.ACCUMULATE.v
                             attention.STREAMING, attention.MATERIALIZED,
                             attention.MERGE, attention.CARRY,
                             vector.LAYERNORM, vector.LAYERNORM_STATS, vector.ADD, vector.GELU, vector.CAST,
-                            vector.COPY, vector.ROPE)
+                            vector.COPY, vector.ROPE, vector.ROPE_UNIQUE)
 BY_NAME = {c.name: c for c in ALL}
 
 # What each codelet does to a group of its vertices (the runner's field access `v`, the numerics policy)
@@ -26,7 +26,8 @@ EXECUTE = {gemm.GEMM[False].name: gemm.execute_gemm, gemm.GEMM[True].name: gemm.
            attention.CARRY.name: attention.execute_carry,
            vector.LAYERNORM.name: vector.execute_layernorm, vector.LAYERNORM_STATS.name: vector.execute_layernorm_stats,
            vector.ADD.name: vector.execute_add, vector.GELU.name: vector.execute_gelu, vector.CAST.name: vector.execute_cast,
-           vector.COPY.name: vector.execute_copy, vector.ROPE.name: vector.execute_rope}
+           vector.COPY.name: vector.execute_copy, vector.ROPE.name: vector.execute_rope,
+           vector.ROPE_UNIQUE.name: vector.execute_rope_unique}
 assert set(EXECUTE) == set(BY_NAME), "every codelet has semantics"
 
 # The supervisor program of one op, at most, over all its implementations: (compute sets, exchange
@@ -92,15 +93,18 @@ def round_cycles(target: Target, trs) -> int:
     return transfers_cost(target, list(trs)).total + target.exchange_sync_cycles
 
 
-COMPACT_CODELETS = frozenset({gemm.ACCUMULATE_OUT.name, attention.CARRY.name})  # linked in the compact catalogue
+# linked in the compact catalogue only; its RoPE epilogue reads tables of unique angles, so it links that in place
+# of the full-table RoPE
+COMPACT_CODELETS = frozenset({gemm.ACCUMULATE_OUT.name, attention.CARRY.name, vector.ROPE_UNIQUE.name})
+NOT_COMPACT_CODELETS = frozenset({vector.ROPE.name})
 
 
 def code_bytes(target: Target, rotating: bool = False, compact: bool = False) -> int:
     """Machine code every tile links: the runtime and every codelet (an upper bound of what a plan uses); the
-    accumulating GEMMs only in a catalogue that offers rotating matmuls, the in-place GEMM and the carrying
-    ring step only in the compact catalogue."""
+    accumulating GEMMs only in a catalogue that offers rotating matmuls, the in-place GEMM, the carrying ring step
+    and the unique-angle RoPE only in the compact catalogue (which does not link the full-table RoPE)."""
     rot = {c.name for c in gemm.ACCUMULATE.values()}
-    skip = (set() if rotating else rot) | (set() if compact else COMPACT_CODELETS)
+    skip = (set() if rotating else rot) | (NOT_COMPACT_CODELETS if compact else COMPACT_CODELETS)
     return target.runtime_code_bytes + sum(c.code_bytes for c in ALL if c.name not in skip)
 
 

@@ -31,6 +31,10 @@ def copy_list_words(target: Target) -> int:
 
 # params: first flat row, tokens per image, unrotated prefix tokens, first column, q and k column windows
 ROPE = Codelet("RopeF16", 512, ("x", "sin", "cos"), params=8)
+# the same with tables of unique angles: [rows, head_dim / 2], one per pair (x0, x1), which the interleaved layout
+# rotates by one angle (its full tables hold every angle twice); same bundles per vector, loads of sin and cos
+# each serving two lanes
+ROPE_UNIQUE = Codelet("RopeUniqueF16", 512, ("x", "sin", "cos"), params=8)
 
 # Bundles per 64-bit vector (four F16 elements) of the tensor each sweeps; docs/COSTS.md has the calibration
 COST = {
@@ -157,10 +161,20 @@ def execute_copy(v, pol) -> None:
 
 
 def execute_rope(v, pol) -> None:
-    """RoPE in place on the block's columns inside the q and k windows, rows of tokens >= the prefix."""
+    """RoPE in place on the block's columns inside the q and k windows, rows of tokens >= the prefix; a table
+    row holds the head's head_dim angles."""
+    _rope_windows(v, 1)
+
+
+def execute_rope_unique(v, pol) -> None:
+    """RoPE as execute_rope with tables of unique angles: table column d // 2 for the head's column d."""
+    _rope_windows(v, 2)
+
+
+def _rope_windows(v, per_angle: int) -> None:
     x = v.read("x", "f16")
     V, R, n = x.shape
-    D = v.nbytes("sin") // 4
+    D = v.nbytes("sin") // 4 * per_angle
     sin, cos = v.read("sin", "f32", rows_ok=_rope_rows(v, R)), v.read("cos", "f32", rows_ok=_rope_rows(v, R))
     p = v.params
     cols = p[:, 3:4] + np.arange(n)[None, :]  # [V, n]
@@ -171,8 +185,8 @@ def execute_rope(v, pol) -> None:
         partner = np.where(d % 2 == 0, np.minimum(np.arange(n) + 1, n - 1), np.maximum(np.arange(n) - 1, 0))
         xp = np.take_along_axis(x, np.broadcast_to(partner[:, None, :], x.shape), 2)
         rot = np.where((d % 2 == 0)[:, None, :], -xp, xp)
-        c = np.take_along_axis(cos, np.broadcast_to(d[:, None, :], x.shape), 2)
-        s = np.take_along_axis(sin, np.broadcast_to(d[:, None, :], x.shape), 2)
+        a = np.broadcast_to((d // per_angle)[:, None, :], x.shape)
+        c, s = np.take_along_axis(cos, a, 2), np.take_along_axis(sin, a, 2)
         rows = _rope_rows(v, R)[:, :, None] & inwin[:, None, :]
         y = np.where(rows, x * c + rot * s, y)
     v.write("x", y, "f16")

@@ -239,13 +239,13 @@ def _bindings(prog, path, live, nsteps, T) -> int:
                                                                                        s.rows)) * np.repeat(s.estride, s.rows)
         idx = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
         cover = np.bincount(idx, minlength=numel)
-        # a constant table may be laid beside every block that reads it; everything else is bound once
-        # (replicas are a record's several destinations)
-        bad = (cover < 1) if b.role == "const" else (cover != 1)
+        # a constant table is laid beside every block that reads it, only the elements its readers read (a
+        # unique-angle RoPE table takes every second column of the interleaved one); the replay checks each read
+        # element; everything else is bound once (replicas are a record's several destinations)
+        bad = np.zeros(numel, bool) if b.role == "const" else (cover != 1)
         if bad.any():
             e = int(np.flatnonzero(bad)[0])
-            _fail(path, where, f"element {e} is bound {int(cover[e])} times (each element exactly once"
-                  + (", constants at least once)" if b.role == "const" else ")"))
+            _fail(path, where, f"element {e} is bound {int(cover[e])} times (each element exactly once)")
         total += numel * b.count
         esize = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}.get(b.dtype)
         if esize is None:

@@ -127,8 +127,41 @@ def test_the_compact_plan_rotates_the_qkv_that_feeds_rotary_attention(rope_rotat
     plan = json.loads((rope_rotating / "plan.json").read_text())
     c = plan["choices"]["encoder/qkv"]
     assert c.get("rotate", 8) < 8 and c.get("accumulate") == "out"
+    assert c.get("rope") == "unique"  # the compact catalogue's tables hold each angle once
     placed = json.dumps(json.loads((rope_rotating / "placement.json").read_text()))
     assert "encoder/qkv (RoPE tables)" in placed
+
+
+def test_the_rope_tables_hold_every_angle_twice_in_the_interleaved_layout():
+    """The premise of unique-angle tables, for every rotary tower in models/: columns 2i and 2i + 1 of the host
+    tables are equal, so a table of the even columns rotates each pair by the same angle."""
+    from ipuplan.model.host import rope_tables
+    from ipuplan.model.spec import load_model
+    towers = [p for p in sorted(MODELS.glob("*.yaml")) if load_model(p).rope]
+    assert {"pe", "pe-tiny", "pe-gigantic"} <= {p.stem for p in towers}
+    for p in towers:
+        for t in rope_tables(load_model(p)):
+            assert np.array_equal(t[:, 0::2], t[:, 1::2]), p.stem
+
+
+def test_the_compact_catalogues_rope_tables_are_half_the_full_ones():
+    """Every QKV implementation feeding rotary attention: the compact catalogue's RoPE tables hold head_dim / 2
+    F32 angles per row and table, the rotating catalogue's the full head_dim, for the same output layout."""
+    from ipuplan.catalogue import Catalogue, Ctx, build_catalogue, build_schedule
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.target import load_target
+    sched = build_schedule(build_graph(load_model(MODELS / "pe-tiny.yaml"), 1))
+    target = load_target(ROOT / "targets" / "c600.yaml")
+
+    def tables(kind):
+        return [(i.out, b.layout, i.fields) for i in build_catalogue(Ctx(target, sched, 1, kind))["encoder/qkv"]
+                for b in i.bufs if b.role == "RoPE tables"]
+    full = {o: lay for o, lay, _ in tables(Catalogue.ROTATING)}
+    half = {o: (lay, f) for o, lay, f in tables(Catalogue.COMPACT)}
+    same = [o for o in half if o in full]
+    assert same and all(half[o][1]["rope"] == "unique" for o in half)
+    for o in same:
+        assert half[o][0].block_bytes().max() * 2 == full[o].block_bytes().max()
 
 
 def test_the_compact_catalogue_rotates_through_16_slices(sixteen):
@@ -169,6 +202,7 @@ def test_the_checker_refuses_a_tampered_rotation(built, cli, tmp_path, field, va
     ("in_place", "rotating", "the compact catalogue"),  # the rotating catalogue's code has no in-place GEMM
     ("in_place", None, "accumulate: 'F32' is invalid"),
     ("rope_rotating", "rope", "feeding rotary attention"),
+    ("rope_rotating", "angles", "unique angles are the compact catalogue's, and only its (absent here"),
     ("sixteen", "rope", "rotate: 16 is invalid"),
     ("full_ring", "rope", "ring: 10 is invalid")])
 def test_the_checker_refuses_what_the_plans_catalogue_does_not_offer(request, cli, tmp_path, which, change, says):
@@ -184,6 +218,9 @@ def test_the_checker_refuses_what_the_plans_catalogue_does_not_offer(request, cl
         plan["options"]["catalogue"] = "rotating"
         for c in plan["choices"].values():
             c.pop("accumulate", None)
+            c.pop("rope", None)
+    elif change == "angles":  # full RoPE tables where the compact catalogue links only the unique-angle epilogue
+        plan["choices"]["encoder/qkv"].pop("rope")
     else:
         plan["choices"]["encoder/fc2"]["accumulate"] = "F32"
     (d / "plan.json").write_text(json.dumps(plan))
@@ -221,3 +258,23 @@ def test_the_checker_refuses_a_ring_that_does_not_divide_the_query_blocks(ringed
     (d / "plan.json").write_text(json.dumps(plan))
     r = cli("check", d)
     assert r.code != 0 and "r must divide the query blocks" in r.out + r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("edit", ["contiguous", "odd columns"])
+def test_the_package_check_refuses_a_unique_angle_table_bound_from_other_columns(rope_rotating, tmp_path, edit):
+    """The compact package binds every second column of rope.sin beside each QKV block; bound from the first half
+    of each row instead (contiguous), or from the odd columns (equal values, other elements), the replay names the
+    table: it checks the elements a vertex reads, not their values."""
+    from ipuplan.checker.package import check_package
+    from ipuplan.package.archive import rewrite
+
+    def mutate(man, arrays):
+        key = next(b["key"] for b in man["bindings"] if b["name"] == "rope.sin")
+        assert (arrays[f"{key}/estride"] == 2).all() and (arrays[f"{key}/n"] == 1).all()
+        if edit == "contiguous":
+            arrays[f"{key}/estride"] = np.ones_like(arrays[f"{key}/estride"])
+        else:
+            arrays[f"{key}/e0"] = arrays[f"{key}/e0"] + 1
+    bad = rewrite(rope_rotating / "model.ipupkg", tmp_path / "model.ipupkg", mutate)
+    ok, _, why = check_package(bad)
+    assert not ok and "sin table rows are not the rows' token positions" in why, why

@@ -101,17 +101,18 @@ def _grid_matmul(cx: Ctx, sop, im) -> list:
 
 
 def _rope(cx: Ctx, sop, im, out: Blocks):
-    """RoPE on the q and k columns of every output block; the block's sin table [rows, head_dim] F32 is
-    followed by its cos table."""
+    """RoPE on the q and k columns of every output block; the block's sin table [rows, head_dim] F32 (head_dim / 2
+    columns of unique angles when the choice says so) is followed by its cos table."""
     from ...catalogue.impl import Ctx as CatalogueCtx
     from ...catalogue.matmul import rope_consumer
     T, lay = cx.T, im.out
     cop, wins = rope_consumer(CatalogueCtx(cx.p.target, cx.p.sched, cx.p.batch), sop)
-    D = cop.op.attrs.head_dim
+    unique = im.fields.get("rope") == "unique"
+    D = cop.op.attrs.head_dim // 2 if unique else cop.op.attrs.head_dim
     tab = cx.own(sop.key, "RoPE tables").blocks(T)
     I, J = _grid(lay.pr, lay.pc)
     rows = out.rows[0, I, J]
-    v = VertexBuilder(vector.ROPE, len(I))
+    v = VertexBuilder(vector.ROPE_UNIQUE if unique else vector.ROPE, len(I))
     v.bind("x", out, (0, I, J))
     kw = dict(rows=rows, row_bytes=np.full_like(rows, D * 4), pitch=np.full_like(rows, D * 4))
     v.bind("sin", tab, (0, I, J), **kw)

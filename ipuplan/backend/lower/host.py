@@ -83,11 +83,14 @@ def _concat(parts: list[Slabs]) -> Slabs:
 
 def _rope_slabs(cx: Ctx, sop, im, which: int) -> Slabs:
     """sin (which 0) or cos (1) rows of every output block's RoPE table: row t - prefix of the [tokens -
-    prefix, head_dim] table for each block row of token t >= prefix."""
+    prefix, head_dim] table for each block row of token t >= prefix; with unique angles (the choice's `rope`),
+    every second column of it (the interleaved table holds each angle twice), one element per run."""
     from ...catalogue.impl import Ctx as CatalogueCtx
     from ...catalogue.matmul import rope_consumer
     cop, _ = rope_consumer(CatalogueCtx(cx.p.target, cx.p.sched, cx.p.batch), sop)
     D, prefix = cop.op.attrs.head_dim, cop.op.attrs.rope_prefix
+    unique = im.fields.get("rope") == "unique"
+    W = D // 2 if unique else D  # table columns on the tile
     S = sop.graph.value(cop.op.inputs[1]).shape[1]
     lay = im.out
     tab = cx.own(sop.key, "RoPE tables").blocks(cx.T)
@@ -100,8 +103,10 @@ def _rope_slabs(cx: Ctx, sop, im, which: int) -> Slabs:
             if hi <= lo:
                 continue
             for j in range(lay.pc):
-                addr = tab.addr[0, i, j] + which * (r1 - r0) * D * 4 + (lo - r0) * D * 4
-                recs.append(((lo - img * S - prefix) * D, D, hi - lo, D, D * 4, tab.tile[0, i, j], addr))
+                addr = tab.addr[0, i, j] + which * (r1 - r0) * W * 4 + (lo - r0) * W * 4
+                e0 = (lo - img * S - prefix) * D
+                recs.append((e0, 1, (hi - lo) * W, 2, 4, tab.tile[0, i, j], addr) if unique else
+                            (e0, D, hi - lo, D, D * 4, tab.tile[0, i, j], addr))
     r = np.asarray(recs, np.int64).reshape(-1, 7)
     return Slabs(r[:, 0], r[:, 1], r[:, 2], r[:, 3], r[:, 4], r[:, 5:6], r[:, 6:7], np.zeros((len(r), 1), np.int64))
 

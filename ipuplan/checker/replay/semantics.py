@@ -341,7 +341,9 @@ def merge(g) -> None:
                             d.elem))
 
 
-def rope(g) -> None:
+def rope(g, per_angle: int = 1) -> None:
+    """Rotated q and k columns; every table row the rows' token positions (every `per_angle`-th column of the
+    interleaved table: 2 for unique angles)."""
     op = g.op
     xt = g.read("x")
     d = unpack(xt)
@@ -356,7 +358,7 @@ def rope(g) -> None:
     t = rows % S[:, None]
     for f, tid in (("sin", op.rope_tables[0]), ("cos", op.rope_tables[1])):
         st = unpack(g.read(f))
-        want = (t - prefix[:, None])[:, :, None] * D + np.arange(D)[None, None, :]
+        want = (t - prefix[:, None])[:, :, None] * D + np.arange(0, D, per_angle)[None, None, :]
         need = (t >= prefix[:, None])[:, :, None]
         g.require(~need | (st.valid & (st.tensor == tid) & (st.elem == want)), f,
                   lambda v, f=f: f"the {f} table rows are not the rows' token positions")
@@ -366,10 +368,14 @@ def rope(g) -> None:
     g.write("x", np.where(inwin, pack(d.tensor, d.gen, 1, d.elem), xt))
 
 
+def rope_unique(g) -> None:
+    rope(g, 2)
+
+
 RULES = {"AmpGemmF16": gemm, "AmpGemmF8": gemm, "AmpGemmAccF16": accumulate, "AmpGemmAccF8": accumulate,
          "AmpGemmAccF8Out": accumulate_out,
          "ReducePartialsF32": reduce, "LayerNormF16": layernorm,
          "LayerNormStatsF16": layernorm_stats, "AddF16": add, "GeluF16": unary, "CastF16ToF8": unary,
          "Copy": unary, "AttentionStreamingF16": attention, "AttentionMaterializedF16": attention,
          "AttentionCarryF16": carry,
-         "SoftmaxStateMergeF32": merge, "RopeF16": rope}
+         "SoftmaxStateMergeF32": merge, "RopeF16": rope, "RopeUniqueF16": rope_unique}
