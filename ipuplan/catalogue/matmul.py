@@ -175,7 +175,7 @@ def rope_tables(ctx: Ctx, out: Layout, head_dim: int) -> Layout:
     """F32 sin and cos tables beside every output block: one [rows, head_dim] pair per block (head_dim / 2
     columns with unique angles), indexed by the row's token and the column's place in its head (the angles are the
     same for every head, q and k)."""
-    cols = head_dim // 2 if rope_codelet(ctx) is vector.ROPE_UNIQUE else head_dim
+    cols = head_dim // 2 if ctx.compact else head_dim
     return per_block(out, out.max_block_items()[0] * cols * 8)
 
 

@@ -234,18 +234,18 @@ def _bindings(prog, path, live, nsteps, T) -> int:
         numel = int(np.prod(b.shape)) if b.shape else 1
         if ((s.n < 1) | (s.rows < 1)).any() or ((s.e0 < 0) | (s.e0 + (s.rows - 1) * s.estride + s.n > numel)).any():
             _fail(path, where, "a slab lies outside the tensor's elements")
-        counts = np.repeat(s.n, s.rows)
-        starts = np.repeat(s.e0, s.rows) + (np.arange(int(s.rows.sum())) - np.repeat(np.cumsum(s.rows) - s.rows,
-                                                                                       s.rows)) * np.repeat(s.estride, s.rows)
-        idx = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
-        cover = np.bincount(idx, minlength=numel)
         # a constant table is laid beside every block that reads it, only the elements its readers read (a
-        # unique-angle RoPE table takes every second column of the interleaved one); the replay checks each read
-        # element; everything else is bound once (replicas are a record's several destinations)
-        bad = np.zeros(numel, bool) if b.role == "const" else (cover != 1)
-        if bad.any():
-            e = int(np.flatnonzero(bad)[0])
-            _fail(path, where, f"element {e} is bound {int(cover[e])} times (each element exactly once)")
+        # unique-angle RoPE table takes every second column of the interleaved one; the replay checks each element
+        # read); everything else is bound exactly once (replicas are a record's several destinations)
+        if b.role != "const":
+            counts = np.repeat(s.n, s.rows)
+            starts = np.repeat(s.e0, s.rows) + (np.arange(int(s.rows.sum())) - np.repeat(np.cumsum(s.rows) - s.rows,
+                                                                                           s.rows)) * np.repeat(s.estride, s.rows)
+            idx = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(int(counts.sum()))
+            cover = np.bincount(idx, minlength=numel)
+            if (cover != 1).any():
+                e = int(np.flatnonzero(cover != 1)[0])
+                _fail(path, where, f"element {e} is bound {int(cover[e])} times (each element exactly once)")
         total += numel * b.count
         esize = {"f32": 4, "f16": 2, "f143": 1, "f152": 1}.get(b.dtype)
         if esize is None:
