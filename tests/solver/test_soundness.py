@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from ipuplan.catalogue import Impl
 from ipuplan.layout import Layout, MemClass
+from ipuplan.solver.ceiling import floor, free_optimum
 from ipuplan.solver.problem import Accounting, Contribution, Edge, Pair, Problem, XContribution
 from ipuplan.solver.solve import SolveOptions, Verdict, solve_problem
 
@@ -95,15 +96,20 @@ def problems(draw):
     return Problem(None, target, acct, sched, impls, edges, vectors, contribs, cycles, 7, ties, 1, xcontribs)
 
 
-def enumerate_best(p: Problem):
-    """The optimal objective over every combination of implementation choices, or None if none fits."""
+def picks(p: Problem):
+    """Every combination of implementation choices whose carried values keep one layout."""
     ops = list(p.impls)
-    best = None
     for combo in itertools.product(*(range(len(p.impls[o])) for o in ops)):
         pick = dict(zip(ops, combo))
-        if any(p.impls[p.sched.buffers[a].producer][pick[p.sched.buffers[a].producer]].out !=
-               p.impls[p.sched.buffers[b].producer][pick[p.sched.buffers[b].producer]].out for a, b in p.ties):
-            continue
+        if not any(p.impls[p.sched.buffers[a].producer][pick[p.sched.buffers[a].producer]].out !=
+                   p.impls[p.sched.buffers[b].producer][pick[p.sched.buffers[b].producer]].out for a, b in p.ties):
+            yield pick
+
+
+def enumerate_best(p: Problem):
+    """The optimal objective over every combination of implementation choices, or None if none fits."""
+    best = None
+    for pick in picks(p):
         chosen = {("impl", o, i) for o, i in pick.items()}
         per_edge = [[pr.lit for pr in e.pairs if (pr.src, pr.dst) == (e.src_of_impl[pick[e.producer]],
                                                                       e.dst_of_impl[pick[e.consumer]])]
@@ -153,3 +159,30 @@ def test_verdict_and_optimum_match_enumeration(p):
     else:
         assert r.verdict is Verdict.FIT
         assert r.plan["cycles"]["modeled"] == best
+
+
+def enumerate_free(p: Problem):
+    """The cheapest combination of choices with every memory, table and fragment limit ignored (None: a tie no
+    two implementations meet)."""
+    best = None
+    for pick in picks(p):
+        cost = p.constant_cycles + sum(p.cycles.get(("impl", o, i), 0) for o, i in pick.items())
+        for e in p.edges:
+            a, b = e.src_of_impl[pick[e.producer]], e.dst_of_impl[pick[e.consumer]]
+            cost += min(p.cycles.get(pr.lit, 0) for pr in e.pairs if (pr.src, pr.dst) == (a, b))
+        best = cost if best is None else min(best, cost)
+    return best
+
+
+@settings(max_examples=int(os.environ.get("IPUPLAN_SOUNDNESS_EXAMPLES", 220)) // 2, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_the_ceiling_bounds_every_plan_and_is_the_memory_free_optimum(p):
+    free = enumerate_free(p)
+    if free is None:
+        return
+    c = free_optimum(p, seconds=30.0, workers=1)
+    assert c.optimal and c.cycles == free, "the free optimum is the cheapest combination, memory ignored"
+    assert floor(p) <= c.cycles, "the floor sums each literal's minimum; no combination is cheaper"
+    best = enumerate_best(p)
+    assert best is None or c.cycles <= best, "no plan that fits is faster than the ceiling"
