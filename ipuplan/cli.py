@@ -188,8 +188,10 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
 
 @app.command()
 def explain(directory: str = typer.Argument(..., help="a solve output directory"),
-            what_if: Optional[str] = typer.Option(None, "--what-if", help="batch, layers, memory or ipus (the fewest "
-                                                  "chips that hold the model, and the certificate for one fewer)"),
+            what_if: Optional[str] = typer.Option(None, "--what-if", help="batch, layers, memory, ipus (the fewest "
+                                                  "chips that hold the model, and the certificate for one fewer) or "
+                                                  "speed (the catalogue's fastest plan with memory aside, and what "
+                                                  "memory costs this one)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
     d = Path(directory)
@@ -207,8 +209,9 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
     result = None
     if what_if:
         from .solver.whatif import what_if as run_what_if
-        if what_if not in ("batch", "layers", "memory", "ipus"):
-            raise InputError("--what-if", None, f"{what_if!r} is not a question", "valid: batch, layers, memory, ipus")
+        if what_if not in ("batch", "layers", "memory", "ipus", "speed"):
+            raise InputError("--what-if", None, f"{what_if!r} is not a question",
+                             "valid: batch, layers, memory, ipus, speed")
         if what_if == "ipus" or "ipus" in doc:
             from .cli_pipeline import what_if_ipus
             return what_if_ipus(d, doc, what_if, as_json)
@@ -281,6 +284,9 @@ def _print_certificate(c: dict) -> None:
 
 
 def _print_what_if(r: dict) -> None:
+    if r["kind"] == "speed":
+        _print_speed(r)
+        return
     if r["kind"] == "memory":
         if "needs_usable_bytes" in r:
             out.print(f"what-if memory: a plan exists with {r['needs_usable_bytes']:,} usable B per tile "
@@ -300,6 +306,30 @@ def _print_what_if(r: dict) -> None:
         out.print(f"  not proven either way: {r['kind']} {', '.join(map(str, r['unknown']))} (UNKNOWN: no plan found and "
                   f"no independent proof within the effort); the largest FIT is {r['largest_fit'] or 0} or more"
                   + (f", less than {hi}" if hi else ""), highlight=False)
+
+
+def _print_speed(r: dict) -> None:
+    if "note" in r:
+        out.print(f"what-if speed: {r['note']}", highlight=False)
+        return
+    how = "optimal" if r["ceiling_optimal"] else "a bound: the effort ran out before the optimum"
+    out.print(f"what-if speed: memory aside, no plan of the {r['catalogue']} catalogue is faster than "
+              f"{r['ceiling_cycles']:,} cycles ({r['ceiling_images_per_s']:,} images/s; {how}; the per-op floor "
+              f"{r['floor_cycles']:,})" + (f"; this plan {r['plan_cycles']:,} ({r['plan_images_per_s']:,} images/s), "
+                                           f"{100 * r['above_ceiling']:.1f} % above" if "plan_cycles" in r else ""),
+              highlight=False)
+    if "ceiling_split" in r:
+        c = r["ceiling_split"]
+        out.print(f"  the fastest plan: compute {c['compute']:,}, exchange {c['exchange']:,}, sync {c['sync']:,} "
+                  "cycles (docs/PLANNER.md, \"The ceiling of a catalogue\")", highlight=False)
+    if r.get("ops"):
+        out.print("  what memory costs this plan, per op (cycles over all runs; the op's own bytes on its fullest "
+                  "tile, every layer's copy of its parameters counted):")
+        for x in r["ops"][:8]:
+            out.print(f"    {x['op']}: {x['extra_cycles']:+,}  {x['chosen']} ({x['chosen_bytes']:,} B) instead of "
+                      f"{x['fastest']} ({x['fastest_bytes']:,} B)", markup=False, highlight=False)
+        cv = r["conversions"]
+        out.print(f"    layout conversions between ops: {cv['plan_cycles'] - cv['ceiling_cycles']:+,}", highlight=False)
 
 
 @app.command()

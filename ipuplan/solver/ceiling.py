@@ -19,6 +19,7 @@ from ortools.sat.python import cp_model
 
 from ..codelets import Cost
 from ..cpsat import run
+from .budget import Budget
 from .choice import add_choice
 from .model import ModelCtx
 from .objective import add_objective
@@ -53,17 +54,56 @@ def floor(p: Problem) -> int:
 
 
 def free_optimum(p: Problem, seconds: float = 120.0, workers: int = 2, seed: int = 0) -> Ceiling:
-    """The fastest plan of the choice family alone, or CP-SAT's bound on it when `seconds` run out."""
+    """The fastest plan of the choice family alone, or CP-SAT's bound on it when `seconds` (deterministic, as
+    the solver's effort: the same answer on a busy machine) run out."""
     ctx = ModelCtx(p, [], fixed=True)
     add_choice(ctx)
     add_objective(ctx)
     s = cp_model.CpSolver()
-    s.parameters.max_time_in_seconds = seconds
-    s.parameters.num_workers = workers
-    s.parameters.random_seed = seed
+    Budget.start(seconds, 1e9).cpsat(s, workers, seed)  # no wall-clock stop: the effort decides
     status = run(s, ctx.m)
     if status == cp_model.OPTIMAL:
         return Ceiling(round(s.ObjectiveValue()), True, frozenset(k for k, v in ctx.x.items() if s.Value(v)))
     if status == cp_model.INFEASIBLE:  # the choice family alone has no plan: a tie no two implementations meet
         raise ValueError("the choice family has no plan: no ceiling")
     return Ceiling(max(floor(p), round(s.BestObjectiveBound())), False, frozenset())
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """One op of a plan against the same op in the memory-free optimum: cycles over all its runs, bytes its
+    own buffers take on their fullest tile with every layer's copy of its parameters."""
+
+    op: str
+    chosen: str
+    chosen_cycles: int
+    chosen_bytes: int
+    fastest: str
+    fastest_cycles: int
+    fastest_bytes: int
+
+    @property
+    def extra(self) -> int:
+        return self.chosen_cycles - self.fastest_cycles
+
+
+def memory_costs(p: Problem, picks: dict[str, int], plan_cycles: int, free: Ceiling
+                 ) -> tuple[list[OpCost], int, int]:
+    """Per op, a plan's implementation (`picks`: op -> index, `plan_cycles` its modeled total) against the free
+    optimum's, most extra cycles first; and the cycles of the layout conversions between ops in each (the
+    plan's: its total less the constant and its implementations)."""
+    from .probe import own_bytes
+    if not free.optimal:
+        raise ValueError("the free optimum was not reached: no plan to compare with")
+    fastest = {k[1]: k[2] for k in free.chosen if k[0] == "impl"}
+    counts = {k: v.count for k, v in p.sched.params.items()}
+    T = p.target.tiles
+    rows = []
+    for op, i in picks.items():
+        j = fastest[op]
+        a, b = p.impls[op][i], p.impls[op][j]
+        rows.append(OpCost(op, a.label, p.cycles.get(("impl", op, i), 0), own_bytes(a, T, counts),
+                           b.label, p.cycles.get(("impl", op, j), 0), own_bytes(b, T, counts)))
+    rows.sort(key=lambda r: (-r.extra, r.op))
+    free_pairs = sum(p.cycles.get(k, 0) for k in free.chosen if k[0] != "impl")
+    return rows, plan_cycles - p.constant_cycles - sum(r.chosen_cycles for r in rows), free_pairs

@@ -109,11 +109,16 @@ class SolvedJob:
     doc: dict | None = None
 
 
-def solve_job(job: Job, report: Callable[[str], None] | None = None) -> SolvedJob:
+def load_job(job: Job):
+    """(spec, target, graph) of a job: the model with the job's overrides, the target, the graph at its batch."""
     spec = load_model(job.model).with_options(layers=job.layers, precision=job.precision, fuse_qkv=job.fuse_qkv,
                                               fp8_scales=job.fp8_scales)
     target = load_target(job.target)
-    graph = build_graph(spec, job.batch, job.stage)
+    return spec, target, build_graph(spec, job.batch, job.stage)
+
+
+def solve_job(job: Job, report: Callable[[str], None] | None = None) -> SolvedJob:
+    spec, target, graph = load_job(job)
     result, placed, used = _solve_placed(graph, target, job.options, report)
     result.placement = placed
     job = dataclasses.replace(job, options=dataclasses.replace(used, cuts=()))  # the headroom actually kept

@@ -1,4 +1,5 @@
-"""What would fit: the largest batch or depth, or the smallest per-tile memory, at which a plan exists.
+"""What would fit: the largest batch or depth, or the smallest per-tile memory, at which a plan exists; and how
+fast the catalogue could be with memory aside.
 
 Batch and depth are searched by solving (doubling, then bisection between the largest FIT and the smallest
 INFEASIBLE seen); each probe's plan or verdict is written under DIR/what-if/<kind>-<value>/ and each FIT
@@ -19,7 +20,7 @@ from typing import Callable
 from ..checker import check_dir
 from ..checker.certificate import check_certificate
 from ..source import load_yaml
-from .driver import Job, run_solve
+from .driver import Job, load_job, run_solve
 
 
 def job_from_doc(doc: dict, base: Path | None = None) -> Job:
@@ -185,6 +186,50 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
             "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below}
 
 
+def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
+    """The catalogue's ceiling at this instance, memory aside (`ceiling.py`), and for a FIT what memory costs
+    it per op: its implementation against the fastest plan's."""
+    from ..errors import InputError
+    from .ceiling import floor, free_optimum, memory_costs
+    from .problem import build_problem
+    _, target, graph = load_job(job)
+    o = job.options
+    p = build_problem(graph, target, o.batch, o.support_reserve, o.use_relays, o.table_budget, o.headroom,
+                      o.catalogue)
+    empty = [k for k, v in p.impls.items() if not v]
+    if empty:
+        return {"kind": "speed", "note": f"the {o.catalogue.value} catalogue has no implementation of "
+                                         f"{', '.join(empty)} at batch {o.batch}: no plan, no ceiling"}
+    if report:
+        report(f"the fastest plan of the {o.catalogue.value} catalogue, memory aside ({len(p.impls)} ops)")
+    free = free_optimum(p, seconds, o.workers, o.seed)
+    ips = lambda c: round(job.batch * target.clock_hz / c, 1)  # noqa: E731
+    r = {"kind": "speed", "catalogue": o.catalogue.value, "floor_cycles": floor(p), "ceiling_cycles": free.cycles,
+         "ceiling_optimal": free.optimal, "ceiling_images_per_s": ips(free.cycles)}
+    if free.optimal:
+        c = free.split(p)
+        r["ceiling_split"] = {"compute": c.compute, "exchange": c.exchange, "sync": c.sync}
+    if doc["verdict"] != "FIT" or not free.optimal:
+        return r
+    picks = {}
+    for op, ch in doc["choices"].items():
+        i = ch.get("impl")
+        if op not in p.impls or not isinstance(i, int) or not 0 <= i < len(p.impls[op]) or \
+                p.impls[op][i].label != ch.get("label"):
+            raise InputError("plan.json", f"choices.{op}", "not an implementation this catalogue builds for the "
+                             "instance", "solve again with this version of ipuplan")
+        picks[op] = i
+    modeled = doc["cycles"]["modeled"]
+    rows, plan_pairs, free_pairs = memory_costs(p, picks, modeled, free)
+    r |= {"plan_cycles": modeled, "plan_images_per_s": ips(modeled),
+          "above_ceiling": round(modeled / free.cycles - 1, 4),
+          "conversions": {"plan_cycles": plan_pairs, "ceiling_cycles": free_pairs},
+          "ops": [{"op": x.op, "extra_cycles": x.extra, "chosen": x.chosen, "chosen_cycles": x.chosen_cycles,
+                   "chosen_bytes": x.chosen_bytes, "fastest": x.fastest, "fastest_cycles": x.fastest_cycles,
+                   "fastest_bytes": x.fastest_bytes} for x in rows if x.extra]}
+    return r
+
+
 def grown_target(path: str, extra: int) -> str:
     """The target file with `extra` more bytes of SRAM per tile, added to region 1 (its end moves up)."""
     root = load_yaml(path, "target").value
@@ -204,6 +249,7 @@ def what_if(directory: Path, kind: str, report=None) -> dict:
     job = job_from_doc(doc, directory)
     out = directory / "what-if"
     out.mkdir(parents=True, exist_ok=True)
-    result = memory(job, doc, out, report) if kind == "memory" else search(job, kind, out, report)
+    result = memory(job, doc, out, report) if kind == "memory" else speed(job, doc, report) if kind == "speed" \
+        else search(job, kind, out, report)
     (out / f"{kind}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result

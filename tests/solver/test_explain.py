@@ -119,3 +119,36 @@ def test_what_if_search_carries_unknown_probes(tmp_path, truth, want):
     r = search(Job("m.yaml", "t.yaml", batch=1), "batch", tmp_path, probe=probe)
     assert (r["largest_fit"], r["smallest_infeasible"], r["unknown"]) == want
     assert r["proven"] == (want[0] is not None and want[1] == want[0] + 1)
+
+
+def test_what_if_speed_bounds_the_plan_and_accounts_for_the_difference(cli, tmp_path):
+    """With bytes held back, the FIT is slower than the catalogue's memory-free optimum; the answer's per-op
+    differences and the layout conversions add up to exactly that gap, and the floor is below both."""
+    t = _target(tmp_path, 16)
+    out = tmp_path / "s"
+    assert cli("solve", MODELS / "vit-small.yaml", "--batch", "2", "--target", t, "--headroom", "400000",
+               "-o", out).code == 0
+    r = cli("explain", out, "--what-if", "speed", "--json")
+    assert r.code == 0, r.err
+    w = json.loads(r.out)["what_if"]
+    plan = json.loads((out / "plan.json").read_text())["cycles"]["modeled"]
+    assert w["ceiling_optimal"] and w["plan_cycles"] == plan
+    assert w["floor_cycles"] <= w["ceiling_cycles"] < plan, "the held-back bytes cost this plan cycles"
+    cv = w["conversions"]
+    assert sum(x["extra_cycles"] for x in w["ops"]) + cv["plan_cycles"] - cv["ceiling_cycles"] == \
+        plan - w["ceiling_cycles"]
+    assert any(x["chosen_bytes"] < x["fastest_bytes"] for x in w["ops"]), "memory is what the faster choices lack"
+    text = cli("explain", out, "--what-if", "speed")
+    assert text.code == 0 and "no plan of the shaped catalogue is faster than" in text.out
+
+
+def test_what_if_speed_refuses_a_plan_its_catalogue_does_not_build(cli, tmp_path):
+    t = _target(tmp_path, 16)
+    out = tmp_path / "s"
+    assert cli("solve", MODELS / "vit-small.yaml", "--batch", "1", "--target", t, "-o", out).code == 0
+    doc = json.loads((out / "plan.json").read_text())
+    op = next(iter(doc["choices"]))
+    doc["choices"][op]["label"] = "no such implementation"
+    (out / "plan.json").write_text(json.dumps(doc))
+    r = cli("explain", out, "--what-if", "speed")
+    assert r.code == 2 and f"choices.{op}" in r.err and "Traceback" not in r.err
