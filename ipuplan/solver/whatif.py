@@ -203,7 +203,10 @@ def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
     if report:
         report(f"the fastest plan of the {o.catalogue.value} catalogue, memory aside ({len(p.impls)} ops)")
     free = free_optimum(p, seconds, o.workers, o.seed)
-    ips = lambda c: round(job.batch * target.clock_hz / c, 1)  # noqa: E731
+
+    def ips(cycles: int) -> float:
+        return round(job.batch * target.clock_hz / cycles, 1)
+
     r = {"kind": "speed", "catalogue": o.catalogue.value, "floor_cycles": floor(p), "ceiling_cycles": free.cycles,
          "ceiling_optimal": free.optimal, "ceiling_images_per_s": ips(free.cycles)}
     if free.optimal:
