@@ -28,27 +28,45 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
               "(doubling from the smallest --batch, then bisection) and the smallest with a checked certificate"),
           cap: int = typer.Option(64, "--batch-cap", help="with --largest-batch: the largest batch probed"),
           output: str = typer.Option(..., "-o", "--output", help="sweep directory"),
-          as_json: bool = typer.Option(False, "--json", help="print every case's record as JSON (sweep.json's cases)")
+          as_json: bool = typer.Option(False, "--json", help="print every case's record as JSON (sweep.json's cases)"),
+          status: bool = typer.Option(
+              False, "--status", help="solve nothing: what DIR's finished cases say so far (with --largest-batch, "
+              "each search's bracket and the probe it waits on); writes nothing")
           ) -> None:
     """Solve and check every case of the grid (exit 0 when every case finished, 1 when some failed)."""
     from .artefacts import output_dir
     from .sweep.cases import grid
     from .sweep.largest import searches
-    from .sweep.run import run_sweep
+    from .sweep.largest import status as search_status
+    from .sweep.run import run_sweep, sweep_status
 
     if workers is not None and workers < 1:
         raise InputError("--workers", None, f"{workers} is not positive", "give 1 or more")
-    out_dir = output_dir(output)
+    if status and not (Path(output) / "cases").is_dir():
+        raise InputError("-o", None, f"{output!r} holds no sweep (no cases/ in it)",
+                         "give the directory a sweep ran into, with the same models, batches and --set values")
+    out_dir = Path(output) if status else output_dir(output)
     cases = grid(list(models), [_target_path(t) for t in (target or [None])], batch, layers, list(sets or []))
     if largest:
         if cap < 1:
             raise InputError("--batch-cap", None, f"{cap} is not positive", "give 1 or more (default 64)")
+        if status:
+            return _largest_table([search_status(s, out_dir) for s in searches(cases, cap)], output, as_json, True)
         return _largest(searches(cases, cap), out_dir, output, workers, address, retry_failed, as_json)
+    if status:
+        return _cases_table(sweep_status(cases, out_dir), output, as_json, True)
     with progress("sweep") as update:
         records = run_sweep(cases, out_dir, workers, address, retry_failed,
                             lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
                                                                done, total))
-    bad = any(r["status"] != "done" or r.get("checked") is False for r in records)
+    _cases_table(records, output, as_json)
+
+
+def _cases_table(records: list[dict], output: str, as_json: bool, status: bool = False) -> None:
+    """The grid's table (or its records as JSON); exit 1 when a case failed or its artefact was not passed (and,
+    but for --status, when one is open)."""
+    bad = any(r["status"] not in ("done", "open") or r.get("checked") is False for r in records) or \
+        (not status and any(r["status"] == "open" for r in records))
     if as_json:
         print(json.dumps({"cases": records, "sweep": str(Path(output) / "sweep.json")}, default=str))
         raise typer.Exit(1 if bad else 0)
@@ -57,7 +75,8 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
         col.overflow = "fold" if out.is_terminal else "ignore"
         col.no_wrap = not out.is_terminal
     for r in records:
-        verdict = r.get("verdict") or f"[red]{r['status']}[/]: {(r.get('error') or '')[:40]}"
+        verdict = r.get("verdict") or ("not finished" if r["status"] == "open" else
+                                       f"[red]{r['status']}[/]: {(r.get('error') or '')[:40]}")
         t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["batch"]), str(r["layers"] or "full"),
                   " ".join(f"{k}={v}" for k, v in r["settings"].items()), verdict,
                   f"{r['modeled_ms']:.3f}" if r.get("modeled_ms") else "",
@@ -68,11 +87,16 @@ def sweep(models: List[str] = typer.Argument(..., help="model YAML files"),
         out.print(t, width=max(out.width, 150))
     else:  # rich renders no wider than its console (80 columns on a pipe): a wide console for whole lines
         type(out)(soft_wrap=True, width=400).print(t)
-    resumed = sum(1 for r in records if r.get("resumed"))
-    failed = [r for r in records if r["status"] != "done"]
-    out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "
-              f"{Path(output) / 'sweep.csv'}")
-    if failed or any(r.get("checked") is False for r in records):
+    failed = [r for r in records if r["status"] == "failed"]
+    if status:
+        out.print(f"{len(records)} cases: {sum(r['status'] == 'done' for r in records)} finished, "
+                  f"{sum(r['status'] == 'open' for r in records)} not finished, {len(failed)} failed (as {output} "
+                  f"holds them now; nothing solved)")
+    else:
+        resumed = sum(1 for r in records if r.get("resumed"))
+        out.print(f"{len(records)} cases ({resumed} resumed), {len(failed)} failed; {Path(output) / 'sweep.json'}, "
+                  f"{Path(output) / 'sweep.csv'}")
+    if bad:
         raise typer.Exit(1)
 
 
@@ -83,7 +107,15 @@ def _largest(found, out_dir: Path, output: str, workers, address, retry_failed: 
         records = run_largest(found, out_dir, workers, address, retry_failed,
                               lambda counts, done, total: update(" · ".join(f"{k} {v}" for k, v in counts.items()),
                                                                  done, total))
-    bad = any(r["status"] != "done" or r.get("unchecked") for r in records)
+    _largest_table(records, output, as_json)
+
+
+def _largest_table(records: list[dict], output: str, as_json: bool, status: bool = False) -> None:
+    """Each search's boundary (or the records as JSON); with --status, the bracket its finished probes prove and
+    the probe it waits on. Exit 1 when a probe failed or an artefact was not passed (and, but for --status, when a
+    search is open)."""
+    bad = any(r["status"] == "failed" or r.get("unchecked") for r in records) or \
+        (not status and any(r["status"] != "done" for r in records))
     if as_json:
         print(json.dumps({"searches": records, "sweep": str(Path(output) / "sweep.json")}, default=str))
         raise typer.Exit(1 if bad else 0)
@@ -94,7 +126,9 @@ def _largest(found, out_dir: Path, output: str, workers, address, retry_failed: 
         col.no_wrap = not out.is_terminal
     short = {"FIT": "F", "INFEASIBLE": "I", "UNKNOWN": "U"}
     for r in records:
-        probes = " ".join(f"{p['batch']}{short.get(p.get('verdict'), 'x')}" for p in r["probes"])
+        probes = " ".join(f"{p['batch']}{short.get(p.get('verdict'), 'x')}" for p in r["probes"]) + \
+            (f" {r['waits_on']}…" if r.get("waits_on") else "")
+        probes = probes.strip()
         hi = r.get("smallest_infeasible")
         t.add_row(Path(r["model"]).stem, Path(r["target"]).stem, str(r["layers"] or "full"),
                   " ".join(f"{k}={v}" for k, v in r["settings"].items()),
@@ -108,8 +142,11 @@ def _largest(found, out_dir: Path, output: str, workers, address, retry_failed: 
         out.print(t, width=max(out.width, 150))
     else:
         type(out)(soft_wrap=True, width=400).print(t)
-    out.print(f"{len(records)} searches, {sum(len(r['probes']) for r in records)} probes; F FIT, I INFEASIBLE, "
-              f"U UNKNOWN, x failed; {Path(output) / 'sweep.json'}")
+    where = f"as {output} holds them now, nothing solved; b… the probe a search waits on" if status else \
+        str(Path(output) / "sweep.json")
+    out.print(f"{len(records)} searches ({sum(r['status'] == 'open' for r in records)} open), "
+              f"{sum(len(r['probes']) for r in records)} probes finished; F FIT, I INFEASIBLE, U UNKNOWN, x failed; "
+              f"{where}")
     if bad:
         raise typer.Exit(1)
 

@@ -1,6 +1,7 @@
 """The largest-batch sweep: for every combination of models, targets, depths and option values, the largest batch
 with a checked plan and the smallest with a checked certificate, found by the what-if search (doubling, then
-bisection) with each probe an ordinary sweep case (solve and check in its own process, resumable)."""
+bisection) with each probe an ordinary sweep case (solve and check in its own process, resumable); and what a
+sweep directory says of each search so far, solving nothing."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Callable
 
 from ..solver.whatif import bracket
 from .cases import Case
-from .run import _counts, execute, on_ray, write_results
+from .run import _counts, execute, finished_record, on_ray, write_results
 
 
 @dataclass(frozen=True)
@@ -63,22 +64,45 @@ def run_search(search: Search, out_dir: str, cwd: str, retry_failed: bool = Fals
     probes: dict[int, dict] = {}
 
     def at(batch: int) -> bool | None:
-        case = search.case(batch)
-        d = out / "cases" / case.name
-        try:
-            rec = json.loads((d / "case.json").read_text())
-            done = rec.get("status") == "done" or (rec.get("status") == "failed" and not retry_failed)
-        except (OSError, ValueError):
-            done = False
-        if done:
-            rec = dict(rec, resumed=True)
-        else:
-            rec = execute(case, str(d), cwd)
+        d = out / "cases" / search.case(batch).name
+        rec = finished_record(d, retry_failed) or execute(search.case(batch), str(d), cwd)
         probes[batch] = rec
         return answer(rec)
 
     known, lo, hi, unknown = bracket(search.template.batch, at, search.cap)
     return boundary(search, probes, lo, hi, unknown)
+
+
+class _Waiting(Exception):
+    """The search asks for a probe whose record is not finished."""
+
+
+def status(search: Search, out_dir: Path) -> dict:
+    """The search as far as the directory's finished probes take it, solving nothing: the same doubling and
+    bisection replayed over their records, stopped at the first probe without one (`waits_on`: being solved,
+    or stopped before it ended). The bracket is the one those probes prove."""
+    probes: dict[int, dict] = {}
+    waits: list[int] = []
+
+    def at(batch: int) -> bool | None:
+        rec = finished_record(out_dir / "cases" / search.case(batch).name)
+        if rec is None:
+            waits.append(batch)
+            raise _Waiting
+        probes[batch] = rec
+        return answer(rec)
+
+    try:
+        _, lo, hi, unknown = bracket(search.template.batch, at, search.cap)
+    except _Waiting:  # the largest FIT so far, the smallest certified INFEASIBLE above it, the UNKNOWNs between
+        known = {b: answer(r) for b, r in probes.items()}
+        lo = max((b for b, a in known.items() if a is True), default=0)
+        hi = min((b for b, a in known.items() if a is False and b > lo), default=None)
+        unknown = sorted(b for b, a in known.items() if a is None and b > lo and (hi is None or b < hi))
+    rec = boundary(search, probes, lo, hi, unknown)
+    if waits:
+        rec.update(status="open", waits_on=waits[0])
+    return rec
 
 
 def boundary(search: Search, probes: dict[int, dict], lo: int, hi: int | None, unknown: list[int]) -> dict:

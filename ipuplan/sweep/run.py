@@ -62,11 +62,22 @@ def execute(case: Case, out: str, cwd: str) -> dict:
     return rec
 
 
-def _load(path: Path) -> dict | None:
+def finished_record(d: Path, retry_failed: bool = False) -> dict | None:
+    """A case directory's record when it holds a finished one (done, or failed and not to be retried)."""
     try:
-        return json.loads(path.read_text())
+        rec = json.loads((d / "case.json").read_text())
     except (OSError, ValueError):
         return None
+    if rec.get("status") == "done" or (rec.get("status") == "failed" and not retry_failed):
+        return dict(rec, resumed=True)
+    return None
+
+
+def sweep_status(cases: list[Case], out_dir: Path) -> list[dict]:
+    """Every case's finished record, in grid order, solving nothing; a case without one is `open` (being
+    solved, stopped before it ended, or not started)."""
+    return [finished_record(out_dir / "cases" / c.name) or {"name": c.name, **c.record(), "status": "open"}
+            for c in cases]
 
 
 def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, address: str | None = None,
@@ -77,9 +88,9 @@ def run_sweep(cases: list[Case], out_dir: Path, workers: int | None = None, addr
     results: dict[str, dict] = {}
     todo = []
     for c in cases:
-        rec = _load(out_dir / "cases" / c.name / "case.json")
-        if rec and (rec.get("status") == "done" or (rec.get("status") == "failed" and not retry_failed)):
-            results[c.name] = dict(rec, resumed=True)
+        rec = finished_record(out_dir / "cases" / c.name, retry_failed)
+        if rec:
+            results[c.name] = rec
         else:
             todo.append(c)
     if progress:

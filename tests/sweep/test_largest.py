@@ -67,6 +67,37 @@ def test_the_cap_is_said(tmp_path, monkeypatch):
     assert (r["largest_fit"], r["capped"], r["proven"]) == (8, True, False)
 
 
+def test_status_replays_the_search_over_finished_probes(tmp_path, monkeypatch, cli):
+    """A sweep stopped while probing b8 (its probes to b4 finished): the status holds the bracket those probes
+    prove and the probe the search waits on, and solves nothing."""
+    calls: list[int] = []
+    monkeypatch.setattr(largest, "execute", _fake({1: ("FIT", True), 2: ("FIT", True), 4: ("FIT", True)}, calls))
+    s = _search(tmp_path)
+    with pytest.raises(KeyError):  # the fake has no answer at b8: the search stops there, as a killed sweep does
+        largest.run_search(s, str(tmp_path), str(ROOT))
+    assert calls == [1, 2, 4, 8]
+    monkeypatch.setattr(largest, "execute", None)  # status must not solve
+    r = largest.status(s, tmp_path)
+    assert (r["status"], r["waits_on"], r["largest_fit"], r["smallest_infeasible"]) == ("open", 8, 4, None)
+    assert r["best_batch"] == 4 and [p["batch"] for p in r["probes"]] == [1, 2, 4]
+    # b8 INFEASIBLE (checked), b6 UNKNOWN: the search waits on b5, the bracket is 4 .. 8 with 6 unknown between
+    for b, (v, checked) in {8: ("INFEASIBLE", True), 6: ("UNKNOWN", None)}.items():
+        _fake({b: (v, checked)}, [])(s.case(b), str(tmp_path / "cases" / s.case(b).name), str(ROOT))
+    r = largest.status(s, tmp_path)
+    assert (r["waits_on"], r["largest_fit"], r["smallest_infeasible"], r["unknown"]) == (5, 4, 8, [6])
+    before = sorted(p.name for p in tmp_path.iterdir())
+    out = cli("sweep", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "1,2", "--set", "headroom=0",
+              "--largest-batch", "--status", "-o", tmp_path)
+    assert out.code == 0 and "1F 2F 4F 6U 8I 5…" in out.out and "1 searches (1 open)" in out.out, out.out
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no sweep.json written
+    # the search finished: closed, not waiting
+    _fake({5: ("FIT", True)}, [])(s.case(5), str(tmp_path / "cases" / s.case(5).name), str(ROOT))
+    r = largest.status(s, tmp_path)
+    assert (r["status"], r.get("waits_on"), r["largest_fit"], r["unknown"]) == ("done", None, 5, [6])
+    bad = cli("sweep", MODELS / "vit-small.yaml", "--largest-batch", "--status", "-o", tmp_path / "nothing")
+    assert bad.code == 2 and "holds no sweep" in bad.out + bad.err and not (tmp_path / "nothing").exists()
+
+
 @pytest.mark.parametrize("cap", [0])
 def test_a_bad_cap_is_bad_input(cli, tmp_path, cap):
     r = cli("sweep", MODELS / "vit-small.yaml", "--target", SMALL, "--largest-batch", "--batch-cap", str(cap),

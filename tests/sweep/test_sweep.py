@@ -51,6 +51,16 @@ def test_a_second_run_resumes(swept, cli):
     assert {p: p.stat().st_mtime for p in (d / "cases").glob("*/case.json")} == before
 
 
+def test_status_reads_the_directory_and_solves_nothing(swept, cli):
+    code, d = swept
+    before = {p: p.stat().st_mtime for p in d.rglob("*.json")}
+    r = cli("sweep", MODELS / "vit-small.yaml", "--target", SMALL, "--batch", "1,2,3", "--set", "headroom=0,600000",
+            "--status", "-o", d)
+    assert r.code == 0 and "6 cases: 4 finished, 2 not finished, 0 failed" in r.out, r.out
+    assert sum("not finished" in ln for ln in r.out.splitlines() if "vit-small" in ln) == 2
+    assert {p: p.stat().st_mtime for p in d.rglob("*.json")} == before
+
+
 def test_a_failed_case_is_reported_and_retried_on_request(swept, cli):
     code, d = swept
     name = json.loads((d / "sweep.json").read_text())["cases"][0]["name"]
