@@ -1,4 +1,4 @@
-"""Shared fixtures: repository paths, a CLI runner that calls ipuplan in-process."""
+"""Shared fixtures: repository paths, a CLI runner that calls ipuplan in-process, the default job built once."""
 
 from __future__ import annotations
 
@@ -34,3 +34,18 @@ def cli(capsys, monkeypatch):
         return CliResult(code, cap.out, cap.err)
 
     return run
+
+
+@pytest.fixture(scope="session")
+def siglip_b2(tmp_path_factory):
+    """The default job at full size, built once per session (its solve is the suite's longest): `ipuplan build
+    models/siglip.yaml --batch 2`. Returns the exit code, the output and the directory; tests only read it."""
+    import contextlib
+    import io
+
+    from tests.tests_helpers import run_main
+    d = tmp_path_factory.mktemp("siglip-b2")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run_main("build", MODELS / "siglip.yaml", "--batch", "2", "-o", d)
+    return CliResult(code, out.getvalue(), ""), d
