@@ -45,7 +45,7 @@ def siglip_b2(tmp_path_factory):
 
     from tests.tests_helpers import run_main
     d = tmp_path_factory.mktemp("siglip-b2")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = run_main("build", MODELS / "siglip.yaml", "--batch", "2", "-o", d)
-    return CliResult(code, out.getvalue(), ""), d
+    return CliResult(code, out.getvalue(), err.getvalue()), d
