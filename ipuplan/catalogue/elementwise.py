@@ -4,8 +4,9 @@ The output layout is the choice: candidates come from the first input's producer
 is), from the layouts consumers need (compute straight into them: e.g. cast into a GEMM's replicated,
 padded operand layout), and one canonical row grid. Inputs of the output's shape are read in the same
 grid from either memory class; vectors and positional tables follow the output's blocks, resident or
-staged. LayerNorm over few rows may split columns with cross-tile statistics; concat's inputs are written
-into the output's rows by the exchange.
+staged. With more images than tiles the row grid puts whole images on every tile, and a positional table sits
+whole beside each block (the add reads it once per image). LayerNorm over few rows may split columns with
+cross-tile statistics; concat's inputs are written into the output's rows by the exchange.
 """
 
 from __future__ import annotations
@@ -64,8 +65,11 @@ def neighbour_layouts(ctx: Ctx, sop: SOp, elem: int) -> list[Layout]:
             for i, r in ctx.sched.op(c).reads:
                 if r.key == sop.out_key and r.window is None:
                     add(1, im.needs.get(i))
-    pr = min(rows, ctx.tiles // ctx.batch * ctx.batch if rows >= ctx.batch else rows)
-    add(2, row_layout(rows, cols, elem, ctx.batch, max(1, pr)))
+    B = ctx.batch
+    if B > ctx.tiles and rows % B == 0:  # more images than tiles: whole images per tile, every tile holding some
+        add(2, row_layout(rows, cols, elem, B, ctx.tiles, row_grain=rows // B))
+    else:
+        add(2, row_layout(rows, cols, elem, B, max(1, min(rows, ctx.tiles // B * B if rows >= B else rows))))
     if not ctx.shaped:
         return _unique(groups[0] + groups[1] + groups[2])[:GRID_CANDIDATES]
     return _unique(groups[0][:PRODUCER_LAYOUTS] + groups[1] + groups[2])
@@ -102,6 +106,9 @@ def param_need(ctx: Ctx, lay: Layout, key: str) -> Layout | None:
         return Layout(r, c, v.dtype.itemsize, pr=lay.pr // g, pc=lay.pc, replicas=g, start=lay.start,
                       row_stride=lay.rstride, col_stride=lay.col_stride, rep_stride=lay.pr // g * lay.rstride,
                       col_grain=lay.cgrain)
+    if ctx.batch > ctx.tiles and lay.rows % r == 0 and not (lay.row_bounds() % r).any():  # whole images per block
+        return Layout(r, c, v.dtype.itemsize, pr=1, pc=lay.pc, replicas=lay.pr, start=lay.start,
+                      col_stride=lay.col_stride, rep_stride=lay.rstride, col_grain=lay.cgrain)
     return None
 
 

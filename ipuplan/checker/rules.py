@@ -185,6 +185,10 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
             need = canonical(L(sr, sc, v.dtype.itemsize, lay["pr"] // gr, lay["pc"], replicas=gr, start=lay["start"],
                                row_stride=rs, col_stride=lay["col_stride"], rep_stride=lay["pr"] // gr * rs,
                                col_grain=cg))
+        elif kind == "param" and 1 < sr < rows and rows % sr == 0 and lay["replicas"] == 1 and _contiguous(lay) \
+                and not (np.cumsum(row_sizes(lay)) % sr).any():  # a table whole beside each block of whole images
+            need = canonical(L(sr, sc, v.dtype.itemsize, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
+                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"], col_grain=cg))
         elif kind == "param" and sr == rows and lay["replicas"] == 1 and _contiguous(lay):
             need = canonical(dict(lay, elem=v.dtype.itemsize, mem="std", row_align=1, col_align=1, col_grain=cg))
         else:

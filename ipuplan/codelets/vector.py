@@ -139,7 +139,10 @@ def execute_layernorm(v, pol) -> None:
 
 
 def execute_add(v, pol) -> None:
-    v.write("out", v.read("a", "f16") + v.read("b", "f16"), "f16")
+    """a + b; a `b` of fewer rows repeats over a's (a vector over every row, a positional table over each image
+    of a block of whole images)."""
+    a, b = v.read("a", "f16"), v.read("b", "f16")
+    v.write("out", a + b[:, np.arange(a.shape[1]) % b.shape[1]], "f16")
 
 
 def execute_gelu(v, pol) -> None:

@@ -111,9 +111,7 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
     empty = [k for k, v in p.impls.items() if not v]
     if empty:  # no plan in the catalogue; that is a statement about the catalogue, which no certificate carries
         why = (f"the {opts.catalogue.value} catalogue has no implementation of {', '.join(empty)} at batch "
-               f"{opts.batch} on {target.tiles} tiles" + (" (more images than tiles: no row grid keeps each "
-                                                         "image's rows on tiles of their own)"
-                                                         if opts.batch > target.tiles else ""))
+               f"{opts.batch} on {target.tiles} tiles")
         if report:
             report(why)
         return SolveResult(Verdict.UNKNOWN, p, reason=why, machine=machine,

@@ -1,10 +1,11 @@
 """Shapes off the beaten path, each built, package-checked and emulated bit-exact against the plan-faithful
 reference on 64 tiles: class-token towers at batch 3 to 8 (the class-token concat written into the consumer's
 rows in one exchange), odd widths (136, 200), 3 and 5 heads, MLP 300, FP8 and F16, 42-pixel images, 1 and 3
-layers. Each model is vit-small's or pe-tiny's YAML with the fields edited."""
+layers. Each model is vit-small's or pe-tiny's YAML with the fields edited. Apart: more images than tiles."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -59,5 +60,21 @@ def test_builds_checks_and_runs_bit_exact(built):
     ok, lines, why = check_package(out / "model.ipupkg")
     assert ok, why
     r = run_package(out / "model.ipupkg", pixels, compare=True)
+    pf = r.compare["plan_faithful"]
+    assert pf["bit_exact"], f"{pf['differing']} of {pf['elements']} elements differ"
+
+
+def test_more_images_than_tiles_builds_checks_and_runs_bit_exact(tmp_path):
+    """vit-small at batch 9 on an 8-tile cut of small64: the row grid holds whole images on every tile (two on one)
+    and the positional add reads its table once per image beside each block."""
+    t8 = tmp_path / "t8.yaml"
+    t8.write_text(SMALL.read_text().replace("tiles: 64 ", "tiles: 8 ", 1))
+    assert run_main("build", MODELS / "vit-small.yaml", "--target", t8, "--batch", "9", "-o", tmp_path / "out") == 0
+    pos = json.loads((tmp_path / "out" / "plan.json").read_text())["choices"]["embed.pos"]["output"]
+    assert (pos["rows"], pos["pr"], pos["row_grain"]) == (9 * 4, 8, 4)  # 8 blocks of whole 4-token images
+    ok, lines, why = check_package(tmp_path / "out" / "model.ipupkg")
+    assert ok, why
+    pixels = np.random.default_rng(9).standard_normal((9, 3, 28, 28)).astype(np.float32)
+    r = run_package(tmp_path / "out" / "model.ipupkg", pixels, compare=True)
     pf = r.compare["plan_faithful"]
     assert pf["bit_exact"], f"{pf['differing']} of {pf['elements']} elements differ"

@@ -37,6 +37,8 @@ def _match(inp, out_lay, I, J):
     if inp.replicas > 1 and inp.rows * inp.replicas == out_lay.rows:  # positions, per image
         per = out_lay.pr // inp.replicas
         return (I // per, I % per, J)
+    if inp.replicas > 1 and inp.pr == 1 and inp.replicas == out_lay.pr:  # positions, whole beside each row block
+        return (I, 0, J)
     return (0, I, J)
 
 

@@ -200,7 +200,9 @@ def add(g) -> None:
     c0 = contiguous(g, "a", ac, 2)
     g.require(bc[:, :1, :] == ac[:, :1, :], "b", lambda v: "b's columns differ from a's")
     want = ar % op.in_rows(1)
-    got = br if br.shape[1] == ar.shape[1] else np.broadcast_to(br[:, :1], ar.shape)
+    if ar.shape[1] % br.shape[1]:
+        g.fail(0, "b", f"has {br.shape[1]} rows, which do not repeat over a's {ar.shape[1]}")
+    got = br[:, np.arange(ar.shape[1]) % br.shape[1]]  # a vector's one row, or a table once per image
     g.require((got == want)[:, :, None], "b", lambda v: "b's rows do not match a's")
     g.write("out", out_tags(op.out, op.gen, 0, ar, op.n, c0, g.nbytes("a") // 2, 2))
 
