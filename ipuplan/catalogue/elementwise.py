@@ -83,11 +83,12 @@ def _unique(lays: list[Layout]) -> list[Layout]:
     return out
 
 
-def vector_need(lay: Layout, n: int) -> Layout:
-    """A [n] vector broadcast over rows: every tile holding a block needs that block's columns."""
+def vector_need(lay: Layout, n: int, rows: int = 1, elem: int = 2) -> Layout:
+    """A [n] vector broadcast over rows (or a [rows, n] table repeated over them): every tile holding a block
+    needs that block's columns, whole."""
     if lay.replicas > 1 or not lay.contiguous_groups:
         return None
-    return Layout(1, n, 2, pr=1, pc=lay.pc, replicas=lay.pr, start=lay.start, col_stride=lay.col_stride,
+    return Layout(rows, n, elem, pr=1, pc=lay.pc, replicas=lay.pr, start=lay.start, col_stride=lay.col_stride,
                   rep_stride=lay.rstride, col_grain=lay.cgrain)
 
 
@@ -107,8 +108,7 @@ def param_need(ctx: Ctx, lay: Layout, key: str) -> Layout | None:
                       row_stride=lay.rstride, col_stride=lay.col_stride, rep_stride=lay.pr // g * lay.rstride,
                       col_grain=lay.cgrain)
     if ctx.batch > ctx.tiles and lay.rows % r == 0 and not (lay.row_bounds() % r).any():  # whole images per block
-        return Layout(r, c, v.dtype.itemsize, pr=1, pc=lay.pc, replicas=lay.pr, start=lay.start,
-                      col_stride=lay.col_stride, rep_stride=lay.rstride, col_grain=lay.cgrain)
+        return vector_need(lay, c, r, v.dtype.itemsize)
     return None
 
 

@@ -146,6 +146,12 @@ def _contiguous(lay: dict) -> bool:
     return lay["group_stride"] == (lay["pr"] // lay["row_groups"]) * lay["row_stride"]
 
 
+def _beside_each_block(lay: dict, rows: int, cols: int, elem: int, cg: int) -> dict:
+    """A [rows, cols] operand whole (its columns split as the output's) beside every row block of `lay`."""
+    return canonical(L(rows, cols, elem, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
+                       col_stride=lay["col_stride"], rep_stride=lay["row_stride"], col_grain=cg))
+
+
 def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
     k = o.op.kind
     out_v = o.graph.value(o.op.outputs[0])
@@ -177,8 +183,7 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
         elif k is OpKind.BROADCAST or sr == 1 or len(v.shape) == 1:
             if lay["replicas"] > 1 or not _contiguous(lay):
                 raise Invalid(f"{path}.output: a broadcast operand needs an unreplicated layout with contiguous groups")
-            need = canonical(L(1, sc, 2, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
-                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"], col_grain=cg))
+            need = _beside_each_block(lay, 1, sc, 2, cg)
         elif kind == "param" and lay["row_groups"] > 1 and sr * lay["row_groups"] == rows and lay["replicas"] == 1 \
                 and _contiguous(lay):
             gr, rs = lay["row_groups"], lay["row_stride"]
@@ -187,8 +192,7 @@ def _elementwise(cx: Ctx, o, ch: dict, path: str) -> Derived:
                                col_grain=cg))
         elif kind == "param" and 1 < sr < rows and rows % sr == 0 and lay["replicas"] == 1 and _contiguous(lay) \
                 and not (np.cumsum(row_sizes(lay)) % sr).any():  # a table whole beside each block of whole images
-            need = canonical(L(sr, sc, v.dtype.itemsize, 1, lay["pc"], replicas=lay["pr"], start=lay["start"],
-                               col_stride=lay["col_stride"], rep_stride=lay["row_stride"], col_grain=cg))
+            need = _beside_each_block(lay, sr, sc, v.dtype.itemsize, cg)
         elif kind == "param" and sr == rows and lay["replicas"] == 1 and _contiguous(lay):
             need = canonical(dict(lay, elem=v.dtype.itemsize, mem="std", row_align=1, col_align=1, col_grain=cg))
         else:

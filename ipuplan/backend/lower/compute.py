@@ -32,13 +32,11 @@ def _grid(*sizes):
 
 def _match(inp, out_lay, I, J):
     """Index of the block of input layout `inp` that an output block (I, J) combines with."""
-    if inp.rows == 1 and out_lay.rows > 1:
-        return (I, 0, J)  # a vector, replicated per row block
+    if inp.pr == 1 and inp.replicas == out_lay.pr and inp.rows < out_lay.rows:
+        return (I, 0, J)  # a vector or a positional table, whole beside each row block
     if inp.replicas > 1 and inp.rows * inp.replicas == out_lay.rows:  # positions, per image
         per = out_lay.pr // inp.replicas
         return (I // per, I % per, J)
-    if inp.replicas > 1 and inp.pr == 1 and inp.replicas == out_lay.pr:  # positions, whole beside each row block
-        return (I, 0, J)
     return (0, I, J)
 
 
