@@ -13,7 +13,7 @@ from rich.table import Table
 
 from .cli_common import (CATALOGUE_HELP, DEFAULT_TARGET, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _load, _seconds, _seed,  # noqa: F401,E501
                          _images_or_pixels, _print_time, _print_verdict, _solve_option_ranges, _target_path, app, err, out)
-from . import cli_common, options
+from . import cli_common, heap, options
 from .errors import InputError, Interrupted, IpuplanError
 
 
@@ -491,6 +491,7 @@ def main() -> None:
     """Run the command line: a verdict's exit code (0 FIT, 1 INFEASIBLE, 3 UNKNOWN), 2 for any bad input or usage
     (one line, never a traceback), 130 when interrupted; a closed output pipe ends quietly."""
     cex = _click_exceptions()
+    heap.retain_freed_memory()
     try:
         rc = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it
     except Interrupted:

@@ -12,6 +12,12 @@ MODELS = ROOT / "models"
 TARGET = ROOT / "targets" / "c600.yaml"
 
 
+def pytest_configure(config):
+    """The suite's process keeps freed memory as the command line does (ipuplan/heap.py)."""
+    from ipuplan.heap import retain_freed_memory
+    retain_freed_memory()
+
+
 class CliResult:
     def __init__(self, code: int, out: str, err: str):
         self.code, self.out, self.err = code, out, err

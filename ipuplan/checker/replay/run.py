@@ -280,15 +280,19 @@ class Replay:
         elem = (s.e0[runs] + k * s.estride[runs])[wr] + q * grain
         off = (k * s.pitch[runs])[wr] + 4 * q
         tid = self.tensors.index.get(b.name)
+        rw = runs[wr]
+        replicas = []  # (tile, address at iteration 0, stride, elements) of each replica's words
+        for r in range(s.tile.shape[1] if not read else 1):
+            tile = s.tile[rw, r]
+            ok = tile >= 0
+            sel = slice(None) if ok.all() else np.flatnonzero(ok)
+            replicas.append((tile[sel], s.addr[rw, r][sel] + off[sel], s.stride[rw, r][sel], elem[sel]))
+        if read:
+            tile, addr, _, e = replicas[0]
+            return self.mem.word_index(tile, addr), e
         for it in gens:
-            for r in range(s.tile.shape[1] if not read else 1):
-                ok = s.tile[runs[wr], r] >= 0
-                idx = self.mem.run_index(s.tile[runs[wr], r][ok], (s.addr[runs[wr], r] + it * s.stride[runs[wr], r])[ok]
-                                         + off[ok], np.ones(int(ok.sum()), np.int64))
-                if not read:
-                    self.mem.tags[idx] = pack(tid, it, 0, elem[ok])
-                else:
-                    return idx, elem[ok]
+            for tile, addr, stride, e in replicas:
+                self.mem.tags[self.mem.word_index(tile, addr + it * stride)] = pack(tid, it, 0, e)
 
     # --- steps ------------------------------------------------------------------------------------
 
@@ -387,7 +391,7 @@ class Replay:
             key, gen = self.gen_of(root, False, 0)
             idx, elem = self.bind(b, range(1), read=True)
             d = unpack(self.mem.tags[idx])
-            ok = d.valid & (d.tensor == self.tensors.index[key]) & (d.gen == gen) & (d.elem == elem)
+            ok = d.holds(self.tensors.index[key], gen) & (d.elem == elem)
             if not ok.all():
                 k = int(np.flatnonzero(~ok)[0])
                 raise ReplayError(f"output {b.name}: word {k} holds {self.tensors.name(int(d.tensor[k]))} element "

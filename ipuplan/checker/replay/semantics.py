@@ -28,20 +28,23 @@ def expect(g, field: str, idx: int, rows: int | None = None):
     tid, gen, c0, cols = g.op.input(idx)
     cat = g.op.inputs[idx][6]
     if cat is None:
-        ok = d.valid & (d.tensor == tid) & (d.gen == gen)
+        ok = d.holds(tid, gen)
         g.require(ok, field, lambda v: g.describe(tags[v], f"{g.tensors.name(tid)} iteration {gen}"))
-        r, c = d.elem // cols, d.elem % cols - c0
-    else:  # rows of a concatenation's inputs, renumbered as its rows
-        total, parts = cat
-        r, c = d.elem // cols, d.elem % cols
-        ok = np.zeros(d.elem.shape, bool)
-        out = np.zeros_like(r)
-        for t, gn, n, off in parts:
-            m = d.valid & (d.tensor == t) & (d.gen == gn)
-            ok |= m
-            out = np.where(m, (r // n) * total + off + r % n, out)
-        g.require(ok, field, lambda v: g.describe(tags[v], f"the inputs of {g.tensors.name(tid)}"))
-        r = out
+        # each row's words within the tensor row of its first word, found without dividing every word
+        r0 = d.elem[:, :, 0] // cols
+        c = d.elem - (r0 * cols + c0)[:, :, None]
+        g.require((c >= -c0) & (c < cols - c0), field, lambda v: "a row of the field mixes tensor rows")
+        return r0, c, d
+    total, parts = cat  # rows of a concatenation's inputs, renumbered as its rows
+    r, c = np.divmod(d.elem, cols)
+    ok = np.zeros(d.elem.shape, bool)
+    out = np.zeros_like(r)
+    for t, gn, n, off in parts:
+        m = d.holds(t, gn)
+        ok |= m
+        out = np.where(m, (r // n) * total + off + r % n, out)
+    g.require(ok, field, lambda v: g.describe(tags[v], f"the inputs of {g.tensors.name(tid)}"))
+    r = out
     g.require(r == r[:, :, :1], field, lambda v: "a row of the field mixes tensor rows")
     return r[:, :, 0], c, d
 
@@ -113,7 +116,7 @@ def _accumulate(g, field: str, esize: int) -> None:
     else:
         tags = g.read(field)
         d = unpack(tags)
-        g.require(d.valid & (d.tensor == op.partial) & (d.gen == op.gen), field,
+        g.require(d.holds(op.partial, op.gen), field,
                   lambda v: g.describe(tags[v], f"{g.tensors.name(op.partial)} iteration {op.gen}"))
         g.require(d.elem == unpack(want).elem, field, lambda v: "the running sum holds another output block")
         g.require(d.code == d.code[:, :1, :1], field, lambda v: "mixed k runs")
@@ -146,7 +149,7 @@ def _partial_pair(g, f1: str, f2: str, tensor: int, kind: str, total: int):
     t1, t2 = g.read(f1), g.read(f2)
     d1, d2 = unpack(t1), unpack(t2)
     for f, t, d in ((f1, t1, d1), (f2, t2, d2)):
-        g.require(d.valid & (d.tensor == tensor) & (d.gen == g.op.gen), f,
+        g.require(d.holds(tensor, g.op.gen), f,
                   lambda v, t=t: g.describe(t[v], f"{g.tensors.name(tensor)} iteration {g.op.gen}"))
     g.require(d1.elem == d2.elem, f2, lambda v: "holds other elements than " + f1)
     lo1, hi1 = g.op.bounds(kind, d1.code[:, 0, 0])
@@ -242,7 +245,7 @@ def layernorm(g) -> None:
         spans = []
         for t in parts:
             d = unpack(t)
-            g.require((d.valid & (d.tensor == op.stats) & (d.gen == op.gen) & (d.elem == want))[:, :, None],
+            g.require((d.holds(op.stats, op.gen) & (d.elem == want))[:, :, None],
                       "received", lambda v: "statistics of other rows, or never written")
             spans.append(op.bounds("c", d.code[:, 0]))
         lo = np.stack([s[0] for s in spans], 1)
@@ -313,7 +316,7 @@ def carry(g) -> None:
     else:
         tags = g.read("carry")
         d = unpack(tags)
-        g.require(d.valid & (d.tensor == op.state) & (d.gen == op.gen), "carry",
+        g.require(d.holds(op.state, op.gen), "carry",
                   lambda v: g.describe(tags[v], f"{g.tensors.name(op.state)} iteration {op.gen}"))
         g.require(d.elem == unpack(want).elem, "carry", lambda v: "the running state holds other query rows or heads")
         g.require(d.code == d.code[:, :1, :1], "carry", lambda v: "mixed key runs")
@@ -349,7 +352,7 @@ def rope(g, per_angle: int = 1) -> None:
     op = g.op
     xt = g.read("x")
     d = unpack(xt)
-    g.require(d.valid & (d.tensor == op.out) & (d.gen == op.gen) & (d.code == 0), "x",
+    g.require(d.holds(op.out, op.gen) & (d.code == 0), "x",
               lambda v: g.describe(xt[v], f"{g.tensors.name(op.out)} iteration {op.gen}, not yet rotated"))
     rows, cols = d.elem[:, :, 0] // op.n, d.elem % op.n
     g.require((g.params[:, 0] == rows[:, 0])[:, None, None], "x",

@@ -1,0 +1,34 @@
+"""The heap policy: applied once per process, and what it sets is what glibc reports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+CODE = """
+import ctypes, ctypes.util, numpy as np
+from ipuplan.heap import retain_freed_memory
+ok = retain_freed_memory()
+assert retain_freed_memory() == ok  # idempotent
+a = np.ones(1 << 25)  # 256 MiB: mmap'd by default, from the heap under the policy
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+libc.mallinfo2.restype = Info
+i = libc.mallinfo2()
+print(ok, i.hblks, i.hblkhd >= a.nbytes, i.arena >= a.nbytes)
+"""
+
+
+def test_large_arrays_come_from_the_heap_under_the_policy():
+    out = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "True", "this platform's C library has no mallopt: the suite expects glibc"
+    assert out[2] == "False" and out[3] == "True", out  # the array in the arena, not among the mmap'd blocks
+
+
+def test_without_the_policy_a_large_array_is_mmapped():
+    code = CODE.replace("ok = retain_freed_memory()", "ok = True").replace(
+        "assert retain_freed_memory() == ok  # idempotent", "")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[2] == "True", out
