@@ -1,0 +1,41 @@
+"""Wall time and peak memory of `ipuplan check PKG` (plan, placement, manifest and the symbolic replay) with the
+code on the import path, under either heap policy: run it once per checkout and policy (`PYTHONPATH=<other
+worktree> python bench/check_speed.py ...` for the other side of a before/after). One JSON line.
+
+Usage: python bench/check_speed.py PACKAGE [--heap retain|default]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import time
+
+import ipuplan
+from ipuplan.checker.package import check_package
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("package")
+    ap.add_argument("--heap", choices=("retain", "default"), default="retain",
+                    help="retain: the command line's policy (ipuplan/heap.py); default: glibc's own")
+    a = ap.parse_args()
+    retained = False
+    if a.heap == "retain":
+        try:
+            from ipuplan.heap import retain_freed_memory
+        except ImportError:  # a checkout from before the policy
+            raise SystemExit("this checkout has no ipuplan/heap.py: run it with --heap default") from None
+        retained = retain_freed_memory()
+    t = time.time()
+    ok, lines, why = check_package(a.package)
+    replay = next((ln for ln in lines if ln.startswith("replay:")), "")
+    print(json.dumps({"code": ipuplan.__file__, "heap": a.heap, "policy_applied": retained, "passed": ok,
+                      "total_s": round(time.time() - t, 1), "replay": replay[-60:] or why,
+                      "peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}))
+
+
+if __name__ == "__main__":
+    main()
