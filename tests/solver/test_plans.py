@@ -31,7 +31,7 @@ def _solve(cli, out: Path, *args) -> tuple[int, dict]:
     return r.code, json.loads((out / name).read_text())
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from([16, 32, 64]), st.integers(1, 4), st.sampled_from([0, 300_000, 480_000, 540_000]))
 @example(16, 4, 520_000)  # INFEASIBLE: the certificate branch always runs
 @example(64, 2, 0)  # FIT
