@@ -61,6 +61,62 @@ class Rows:
         self.caps = {"memory": a.capacity, "region1": a.region1, "region0": a.region0 - a.support,
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
+    def memory_bounds(self, tile: int, gs: dict) -> np.ndarray:
+        """`cheapest(p, self.row("memory", tile, s), gs)[0]` for every step s at once: each literal's live bytes
+        per step by interval differences, the minimum over each group's literals, their sum, plus the
+        allocation of the groups' cheapest tables. Only groups whose every literal contributes can have a
+        non-zero minimum, so only those are counted."""
+        ci, cj, starts, P, xi, xj, tstarts, TP = self._positions(gs)
+        n = len(self.p.steps)
+        diff = np.zeros((n + 1, P), np.int64)
+        v = self.D[ci, tile].astype(np.int64)
+        np.add.at(diff, (self.first[ci], cj), v)
+        np.add.at(diff, (self.last[ci] + 1, cj), -v)
+        live = np.cumsum(diff[:n], axis=0)
+        tables = 0
+        if xi is not None:
+            t = np.zeros(TP, np.int64)
+            np.add.at(t, xj, self.X[xi, tile].astype(np.int64))
+            if self.p.acct.table_element:
+                tables = int(np.minimum.reduceat(t, tstarts).sum()) if TP else 0
+            else:
+                live += t[None, :]  # the tables counted as data bytes, in the same groups as the data
+        total = np.minimum.reduceat(live, starts, axis=1).sum(axis=1) if P else np.zeros(n, np.int64)
+        return total + (int(self.p.acct.table_alloc(tables)) if tables else 0)
+
+    def _positions(self, gs: dict):
+        """Which contributions feed which group positions (cached per groups dict): the groups all of whose
+        literals contribute, laid out one after another."""
+        if getattr(self, "_pos_key", None) is gs:
+            return self._pos
+        p = self.p
+        a = p.acct
+        in_mem = self.X is not None and a.tables_in_memory
+        data_lits = {c.lit for c, f, l in zip(p.contribs, self.first, self.last) if f <= l}
+        if in_mem and not a.table_element:
+            data_lits |= set(self.xl)
+
+        def layout(has):
+            kept = [g for g in gs.values() if g and all(k in has for k in g)]
+            where: dict = {}
+            for j, k in enumerate(k for g in kept for k in g):
+                where.setdefault(k, []).append(j)
+            starts = np.cumsum([0] + [len(g) for g in kept[:-1]]).astype(np.intp)
+            return where, starts, sum(len(g) for g in kept)
+
+        where, starts, P = layout(data_lits)
+        pairs = [(i, j) for i, (c, f, l) in enumerate(zip(p.contribs, self.first, self.last)) if f <= l
+                 for j in where.get(c.lit, ())]
+        ci, cj = (np.array(x, np.intp) for x in zip(*pairs)) if pairs else (np.zeros(0, np.intp),) * 2
+        xi = xj = tstarts = None
+        TP = 0
+        if in_mem:
+            twhere, tstarts, TP = (layout(set(self.xl)) if a.table_element else (where, starts, P))
+            xp = [(i, j) for i, k in enumerate(self.xl) for j in twhere.get(k, ())]
+            xi, xj = (np.array(x, np.intp) for x in zip(*xp)) if xp else (np.zeros(0, np.intp),) * 2
+        self._pos_key, self._pos = gs, (ci, cj, starts, P, xi, xj, tstarts, TP)
+        return self._pos
+
     def _add(self, out: dict, lits, vals) -> None:
         for lit, v in zip(lits, vals):
             if v:
@@ -191,32 +247,51 @@ def _structure(p: Problem):
     return out
 
 
-def farkas(p: Problem, rows: list[Row]):
-    """LP relaxation with one elastic variable s on every row: min s. If s* > 0 its duals are Farkas weights.
-    Returns (row weights, rule multipliers, exact margin) when the exact re-check holds, else None."""
-    from scipy.optimize import linprog
-    from scipy.sparse import lil_matrix
+class _RuleSystem:
+    """The selection rules as LP rows, built once for the many small Farkas attempts over the same problem: the
+    LP's columns (the rules' literals and `extra` ones, in repr order, then the elastic variable) and the rules'
+    inequality and equality matrices."""
 
-    rules = _structure(p)
+    def __init__(self, p: Problem, extra=frozenset()):
+        from scipy.sparse import lil_matrix
+
+        self.rules = _structure(p)
+        self.lits = {k for _, c, _, _ in self.rules for k in c} | set(extra)
+        self.col = {k: i for i, k in enumerate(sorted(self.lits, key=repr))}
+        self.n = len(self.col) + 1
+        ineq = [(c, b) for _, c, b, eq in self.rules if not eq]
+        eqs = [(c, b) for _, c, b, eq in self.rules if eq]
+        self.A, self.E = lil_matrix((len(ineq), self.n)), lil_matrix((len(eqs), self.n))
+        for M, sys_ in ((self.A, ineq), (self.E, eqs)):
+            for i, (c, _) in enumerate(sys_):
+                for k, v in c.items():
+                    M[i, self.col[k]] = v
+        self.A, self.E = self.A.tocsr(), self.E.tocsr()
+        self.b_ub, self.b_eq = [b for _, b in ineq], [b for _, b in eqs]
+
+
+def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None):
+    """LP relaxation with one elastic variable s on every row: min s. If s* > 0 its duals are Farkas weights.
+    Returns (row weights, rule multipliers, exact margin) when the exact re-check holds, else None. `system`:
+    the rules prebuilt (rebuilt here when the rows name a literal outside them)."""
+    from scipy.optimize import linprog
+    from scipy.sparse import lil_matrix, vstack
+
     lin = [r.linear() for r in rows]
-    lits = sorted({k for c in lin for k in c} | {k for _, c, _, _ in rules for k in c}, key=repr)
-    col = {k: i for i, k in enumerate(lits)}
-    n = len(lits) + 1
-    ineq = [(c, r.cap, True) for c, r in zip(lin, rows)] + [(c, b, False) for _, c, b, eq in rules if not eq]
-    eqs = [(c, b) for _, c, b, eq in rules if eq]
-    A = lil_matrix((len(ineq), n))
-    for i, (c, _, elastic) in enumerate(ineq):
+    extra = {k for c in lin for k in c}
+    if system is None or not extra <= system.lits:
+        system = _RuleSystem(p, extra)
+    rules, col, n = system.rules, system.col, system.n
+    R = lil_matrix((len(rows), n))
+    for i, c in enumerate(lin):
         for k, v in c.items():
-            A[i, col[k]] = v
-        if elastic:
-            A[i, n - 1] = -1
-    E = lil_matrix((len(eqs), n))
-    for i, (c, _) in enumerate(eqs):
-        for k, v in c.items():
-            E[i, col[k]] = v
+            R[i, col[k]] = v
+        R[i, n - 1] = -1
+    A, E = vstack([R.tocsr(), system.A], format="csr"), system.E
+    b_ub, b_eq = [r.cap for r in rows] + system.b_ub, system.b_eq
     obj = np.zeros(n)
     obj[-1] = 1
-    res = linprog(obj, A_ub=A.tocsr(), b_ub=[b for _, b, _ in ineq], A_eq=E.tocsr(), b_eq=[b for _, b in eqs],
+    res = linprog(obj, A_ub=A, b_ub=b_ub, A_eq=E, b_eq=b_eq,
                   bounds=[(0, 1)] * (n - 1) + [(0, None)], method="highs")
     if res.status != 0 or res.fun <= 1e-6:
         return None
@@ -242,15 +317,16 @@ def _fewest_rows(p: Problem, rows: list[Row], keep: list[int]):
     """Drop rows while the rest still has a Farkas certificate: at the end every row is needed (without any
     one of them the LP relaxation has a fractional solution, so no weights exist)."""
     solves = [0]
+    system = _RuleSystem(p)
 
     def conflicts(trial: list[int]):
         solves[0] += 1
         if solves[0] > MAX_LP_SOLVES:
             return None
-        return trial if farkas(p, [rows[j] for j in trial]) is not None else False
+        return trial if farkas(p, [rows[j] for j in trial], system) is not None else False
 
     keep, done = shrink(keep, conflicts, chunked=False)
-    return keep, farkas(p, [rows[j] for j in keep]), done
+    return keep, farkas(p, [rows[j] for j in keep], system), done
 
 
 def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
@@ -442,20 +518,27 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
     row at every step, on its representative tile, ranked by counting bound; the tightest proves it by counting, or
     one of the SCAN_ROWS tightest alone by Farkas weights (edges and selection rules do the rest); else no kind."""
     ranked = []
+    cap = rows.caps["memory"]
     for c in classes:
-        for step in range(len(p.steps)):
-            r = rows.row("memory", int(c.rep), step)
-            low = cheapest(p, r, gs)
-            ranked.append((low[0] - r.cap, len(ranked), r, low))
+        for step, low in enumerate(rows.memory_bounds(int(c.rep), gs)):
+            ranked.append((int(low) - cap, len(ranked), int(c.rep), step))
         budget.check_wall()
     ranked.sort(key=lambda x: (-x[0], x[1]))
     body["core"] = []
+
+    def exact(entry):
+        r = rows.row("memory", entry[2], entry[3])
+        return r, cheapest(p, r, gs)
+
     if ranked and ranked[0][0] > 0:
-        body.update(kind="counting", rows=[_row_doc(p, ranked[0][2], ranked[0][3], 1)], rows_minimal=True)
+        r, low = exact(ranked[0])
+        body.update(kind="counting", rows=[_row_doc(p, r, low, 1)], rows_minimal=True)
         return body
-    for _, _, r, low in ranked[:SCAN_ROWS]:
+    system = _RuleSystem(p)
+    for entry in ranked[:SCAN_ROWS]:
         budget.check_wall()
-        f = farkas(p, [r])
+        r, low = exact(entry)
+        f = farkas(p, [r], system)
         if f is not None:
             weights, mult, margin = f
             body.update(kind="farkas", rows=[_row_doc(p, r, low, weights[0])], rows_minimal=True,
