@@ -1,8 +1,9 @@
 """Wall time and peak memory of `ipuplan check PKG` (plan, placement, manifest and the symbolic replay) with the
 code on the import path, under either heap policy: run it once per checkout and policy (`PYTHONPATH=<other
-worktree> python bench/check_speed.py ...` for the other side of a before/after). One JSON line.
+worktree> python bench/check_speed.py ...` for the other side of a before/after), under either page policy. One
+JSON line.
 
-Usage: python bench/check_speed.py PACKAGE [--heap retain|default]
+Usage: python bench/check_speed.py PACKAGE [--heap retain|default] [--pages small|huge]
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def main() -> None:
     ap.add_argument("package")
     ap.add_argument("--heap", choices=("retain", "default"), default="retain",
                     help="retain: the command line's policy (ipuplan/heap.py); default: glibc's own")
+    ap.add_argument("--pages", choices=("small", "huge"), default="small",
+                    help="small: the command line's (numpy advises no huge pages); huge: numpy's default")
     a = ap.parse_args()
     retained = False
     if a.heap == "retain":
@@ -29,10 +32,18 @@ def main() -> None:
         except ImportError:  # a checkout from before the policy
             raise SystemExit("this checkout has no ipuplan/heap.py: run it with --heap default") from None
         retained = retain_freed_memory()
+    small = False
+    if a.pages == "small":
+        try:
+            from ipuplan.heap import use_small_pages
+        except ImportError:
+            raise SystemExit("this checkout has no small-page policy: run it with --pages huge") from None
+        small = use_small_pages()
     t = time.time()
     ok, lines, why = check_package(a.package)
     replay = next((ln for ln in lines if ln.startswith("replay:")), "")
-    print(json.dumps({"code": ipuplan.__file__, "heap": a.heap, "policy_applied": retained, "passed": ok,
+    print(json.dumps({"code": ipuplan.__file__, "heap": a.heap, "policy_applied": retained, "pages": a.pages,
+                      "small_pages_applied": small, "passed": ok,
                       "total_s": round(time.time() - t, 1), "replay": replay[-60:] or why,
                       "peak_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}))
 

@@ -491,7 +491,7 @@ def main() -> None:
     """Run the command line: a verdict's exit code (0 FIT, 1 INFEASIBLE, 3 UNKNOWN), 2 for any bad input or usage
     (one line, never a traceback), 130 when interrupted; a closed output pipe ends quietly."""
     cex = _click_exceptions()
-    heap.retain_freed_memory()
+    heap.apply()
     try:
         rc = app(standalone_mode=False)  # click returns a typer.Exit's code instead of raising it
     except Interrupted:

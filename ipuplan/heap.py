@@ -1,26 +1,42 @@
-"""Process heap policy: keep freed memory for reuse instead of handing it back to the operating system.
+"""Process memory policy: keep freed memory for reuse, and back large arrays with small pages.
 
-The package check's replay allocates and frees arrays of hundreds of megabytes (its tag memory alone is 1.9 GB).
-glibc serves each from a fresh mmap and unmaps it on free, so every allocation pays first-touch page faults again;
-on a virtual machine whose host reclaims free guest pages that is about 100 MB/s (the SigLIP b2 package check:
-92.2 s with glibc's default policy, 52.2 s with this one, peak RSS 3.40 and 3.43 GiB; bench/RESULTS.md, "The
-package check"). With `M_MMAP_MAX = 0` and no trimming every block comes from the heap and stays mapped after it is
-freed. Only the processes ipuplan owns set it (the command line, the sweep's workers, the test suite); elsewhere a
-no-op."""
+Both answer what first-touch page faults cost on a virtual machine whose host reclaims free guest memory (this
+project's 2-core machine: bench/RESULTS.md, "The package check" and "Small pages").
+
+- The package check's replay allocates and frees arrays of hundreds of megabytes (its tag memory alone is 1.9 GB).
+  glibc serves each from a fresh mmap and unmaps it on free, so every allocation pays its page faults again (the
+  SigLIP b2 package check: 92.2 s with glibc's default policy, 52.2 s with `M_MMAP_MAX = 0` and no trimming,
+  which serve every block from the heap and keep it mapped after it is freed).
+- numpy asks for transparent huge pages (madvise MADV_HUGEPAGE) on every array of 4 MiB or more. A huge page's
+  first touch makes the kernel find (compacting if need be) and clear 2 MiB, and commits all of it however little
+  is used: the emulator's tile memory is 1.8 GB of which a small model touches scattered rows, so `ipuplan run` on
+  PE-Core T/16 at 2 layers took 24.3 s and 2.1 GB with huge pages, 4.4 s and 0.75 GB without.
+
+Only the processes ipuplan owns apply it (the command line, the sweep's workers, the test suite); where the C
+library has no glibc `mallopt` or numpy no switch, that part is a no-op."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from dataclasses import dataclass
 
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
-_applied = False
+_retained = False
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What `apply` could set in this process."""
+
+    retained: bool  # freed memory stays in the heap
+    small_pages: bool  # numpy no longer asks for huge pages
 
 
 def retain_freed_memory() -> bool:
-    """Set the policy once for this process; False where the C library has no glibc `mallopt`."""
-    global _applied
-    if _applied:
+    """Set the heap policy once for this process; False where the C library has no glibc `mallopt`."""
+    global _retained
+    if _retained:
         return True
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
@@ -28,5 +44,22 @@ def retain_freed_memory() -> bool:
     except (OSError, AttributeError):
         return False
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    _applied = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
-    return _applied
+    _retained = bool(mallopt(_M_MMAP_MAX, 0)) and bool(mallopt(_M_TRIM_THRESHOLD, 2**31 - 1))
+    return _retained
+
+
+def use_small_pages() -> bool:
+    """Turn off numpy's huge-page advice for arrays allocated from now on (what NUMPY_MADVISE_HUGEPAGE=0 does
+    at numpy's import); False where this numpy has no such switch."""
+    import numpy as np
+
+    switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
+    if switch is None:
+        return False
+    switch(False)
+    return True
+
+
+def apply() -> Policy:
+    """The whole policy, once per process (repeating it changes nothing)."""
+    return Policy(retain_freed_memory(), use_small_pages())

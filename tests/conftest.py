@@ -13,9 +13,9 @@ TARGET = ROOT / "targets" / "c600.yaml"
 
 
 def pytest_configure(config):
-    """The suite's process keeps freed memory as the command line does (ipuplan/heap.py)."""
-    from ipuplan.heap import retain_freed_memory
-    retain_freed_memory()
+    """The suite's process keeps freed memory and uses small pages, as the command line does (ipuplan/heap.py)."""
+    from ipuplan import heap
+    heap.apply()
 
 
 class CliResult:

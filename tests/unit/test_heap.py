@@ -32,3 +32,28 @@ def test_without_the_policy_a_large_array_is_mmapped():
         "assert retain_freed_memory() == ok  # idempotent", "")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out[1] == "True", out
+
+
+SMALL_PAGES = """
+import numpy as np
+from ipuplan import heap
+policy = heap.apply()
+a = np.zeros(1 << 26, np.uint8)  # 64 MiB, touched page by page
+a[::4096] = 1
+huge = sum(int(l.split()[1]) for l in open("/proc/self/smaps_rollup") if l.startswith("AnonHugePages"))
+print(policy.small_pages, np._core.multiarray._get_madvise_hugepage(), huge)
+"""
+
+
+def test_small_pages_leave_numpy_arrays_without_huge_pages():
+    """With the policy numpy no longer advises huge pages; where the kernel gives them only when advised
+    (transparent_hugepage "madvise"), a touched 64 MiB array then holds none."""
+    out = subprocess.run([sys.executable, "-c", SMALL_PAGES], capture_output=True, text=True, check=True).stdout
+    applied, advised, huge_kib = out.split()
+    assert applied == "True" and advised == "False", out
+    try:
+        mode = open("/sys/kernel/mm/transparent_hugepage/enabled").read()
+    except OSError:
+        mode = ""
+    if "[madvise]" in mode or "[never]" in mode:
+        assert int(huge_kib) == 0, out
