@@ -12,14 +12,21 @@ project's 2-core machine: bench/RESULTS.md, "The package check" and "Small pages
   is used: the emulator's tile memory is 1.8 GB of which a small model touches scattered rows, so `ipuplan run` on
   PE-Core T/16 at 2 layers took 24.3 s and 2.1 GB with huge pages, 4.4 s and 0.75 GB without.
 
-Only the processes ipuplan owns apply it (the command line, the sweep's workers, the test suite); where the C
+Arrays that are large and mostly untouched (the emulator's tile memory) take `lazy_zeros` instead of np.zeros: pages
+of their own straight from the operating system, zero until touched, whatever the policy; from a retained heap,
+np.zeros would clear (and so touch) every byte.
+
+Only the processes ipuplan owns apply the policy (the command line, the sweep's workers, the test suite); where the C
 library has no glibc `mallopt` or numpy no switch, that part is a no-op."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import mmap
 from dataclasses import dataclass
+
+import numpy as np
 
 _M_TRIM_THRESHOLD, _M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
 _retained = False
@@ -51,8 +58,6 @@ def retain_freed_memory() -> bool:
 def use_small_pages() -> bool:
     """Turn off numpy's huge-page advice for arrays allocated from now on (what NUMPY_MADVISE_HUGEPAGE=0 does
     at numpy's import); False where this numpy has no such switch."""
-    import numpy as np
-
     switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
     if switch is None:
         return False
@@ -63,3 +68,13 @@ def use_small_pages() -> bool:
 def apply() -> Policy:
     """The whole policy, once per process (repeating it changes nothing)."""
     return Policy(retain_freed_memory(), use_small_pages())
+
+
+def lazy_zeros(shape: tuple[int, ...], dtype) -> np.ndarray:
+    """A zero array on a private anonymous mapping of its own: a page costs only when first touched, small pages
+    (no advice), copied on write in a forked child, returned to the system when the array is freed."""
+    dt = np.dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if n == 0:
+        return np.zeros(shape, dt)
+    return np.frombuffer(mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS), dt).reshape(shape)

@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import IpuplanError
+from ..heap import lazy_zeros
 from . import kernels
 
 NP = {"f32": np.float32, "f16": np.float16, "f143": ml_dtypes.float8_e4m3fnuz, "f152": ml_dtypes.float8_e5m2fnuz}
@@ -39,8 +40,9 @@ class RunError(IpuplanError):
 class TileMemory:
     def __init__(self, tiles: int, base: int, end: int):
         self.base, self.size = base, end - base
-        self.bytes = np.zeros((tiles, self.size), np.uint8)
-        self.written = np.zeros((tiles, self.size), bool)
+        # 1.8 GB on a C600, of which a run touches the buffers' rows: pages only where touched
+        self.bytes = lazy_zeros((tiles, self.size), np.uint8)
+        self.written = lazy_zeros((tiles, self.size), bool)
         self.flat = self.bytes.reshape(-1)
         self.wflat = self.written.reshape(-1)
         # exchanges move whole 32-bit words: the same memory (and shadow) as words

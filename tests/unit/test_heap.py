@@ -57,3 +57,31 @@ def test_small_pages_leave_numpy_arrays_without_huge_pages():
         mode = ""
     if "[madvise]" in mode or "[never]" in mode:
         assert int(huge_kib) == 0, out
+
+
+def test_lazy_zeros_cost_only_the_pages_touched():
+    """The emulator's tile memory: a 1 GiB zero array, one row of 64 B per MiB written, lies on a mapping of its
+    own that holds about those pages (not the heap, where np.zeros would put it and clear every byte), and reads
+    back zero elsewhere."""
+    code = """
+import numpy as np
+from ipuplan import heap
+heap.apply()
+a = heap.lazy_zeros((1024, 1 << 20), np.uint8)
+a[:, :64] = 7
+at, rss, name = a.ctypes.data, None, None
+for line in open("/proc/self/smaps"):
+    f = line.split()
+    if "-" in f[0] and len(f) >= 5:
+        lo, hi = (int(v, 16) for v in f[0].split("-"))
+        inside = lo <= at < hi
+        if inside:
+            name = f[5] if len(f) > 5 else "anonymous"
+    elif inside and f[0] == "Rss:":
+        rss = int(f[1])
+print(name, rss, int(a[:, :64].sum()) == 7 * 64 * 1024, int(a[5, 64:].max()))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "anonymous", out
+    assert int(out[1]) < 64 * 1024, out  # KiB: 1,024 touched pages of 4 KiB, not 1 GiB
+    assert out[2] == "True" and out[3] == "0", out
