@@ -9,8 +9,9 @@ project's 2-core machine: bench/RESULTS.md, "The package check" and "Small pages
   which serve every block from the heap and keep it mapped after it is freed).
 - numpy asks for transparent huge pages (madvise MADV_HUGEPAGE) on every array of 4 MiB or more. A huge page's
   first touch makes the kernel find (compacting if need be) and clear 2 MiB, and commits all of it however little
-  is used: the emulator's tile memory is 1.8 GB of which a small model touches scattered rows, so `ipuplan run` on
-  PE-Core T/16 at 2 layers took 24.3 s and 2.1 GB with huge pages, 4.4 s and 0.75 GB without.
+  is used: the emulator's tile memory is 1.8 GB of which a small model touches scattered rows (`ipuplan run
+  --compare` on PE-Core T/16 at 2 layers: 30.8 s and 2.11 GB before this policy and `lazy_zeros`, 4.8 s and
+  0.74 GB after; bench/RESULTS.md, "Small pages").
 
 Arrays that are large and mostly untouched (the emulator's tile memory) take `lazy_zeros` instead of np.zeros: pages
 of their own straight from the operating system, zero until touched, whatever the policy; from a retained heap,
