@@ -17,6 +17,15 @@ import ipuplan
 from ipuplan.checker.package import check_package
 
 
+def _policy(name: str, instead: str):
+    """ipuplan.heap's `name`, or exit saying which option runs a checkout from before it."""
+    try:
+        from ipuplan import heap
+        return getattr(heap, name)
+    except (ImportError, AttributeError):
+        raise SystemExit(f"this checkout has no ipuplan.heap.{name}: run it with {instead}") from None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("package")
@@ -25,20 +34,8 @@ def main() -> None:
     ap.add_argument("--pages", choices=("small", "huge"), default="small",
                     help="small: the command line's (numpy advises no huge pages); huge: numpy's default")
     a = ap.parse_args()
-    retained = False
-    if a.heap == "retain":
-        try:
-            from ipuplan.heap import retain_freed_memory
-        except ImportError:  # a checkout from before the policy
-            raise SystemExit("this checkout has no ipuplan/heap.py: run it with --heap default") from None
-        retained = retain_freed_memory()
-    small = False
-    if a.pages == "small":
-        try:
-            from ipuplan.heap import use_small_pages
-        except ImportError:
-            raise SystemExit("this checkout has no small-page policy: run it with --pages huge") from None
-        small = use_small_pages()
+    retained = a.heap == "retain" and _policy("retain_freed_memory", "--heap default")()
+    small = a.pages == "small" and _policy("use_small_pages", "--pages huge")()
     t = time.time()
     ok, lines, why = check_package(a.package)
     replay = next((ln for ln in lines if ln.startswith("replay:")), "")

@@ -61,62 +61,6 @@ class Rows:
         self.caps = {"memory": a.capacity, "region1": a.region1, "region0": a.region0 - a.support,
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
-    def memory_bounds(self, tile: int, gs: dict) -> np.ndarray:
-        """`cheapest(p, self.row("memory", tile, s), gs)[0]` for every step s at once: each literal's live bytes
-        per step by interval differences, the minimum over each group's literals, their sum, plus the
-        allocation of the groups' cheapest tables. Only groups whose every literal contributes can have a
-        non-zero minimum, so only those are counted."""
-        ci, cj, starts, P, xi, xj, tstarts, TP = self._positions(gs)
-        n = len(self.p.steps)
-        diff = np.zeros((n + 1, P), np.int64)
-        v = self.D[ci, tile].astype(np.int64)
-        np.add.at(diff, (self.first[ci], cj), v)
-        np.add.at(diff, (self.last[ci] + 1, cj), -v)
-        live = np.cumsum(diff[:n], axis=0)
-        tables = 0
-        if xi is not None:
-            t = np.zeros(TP, np.int64)
-            np.add.at(t, xj, self.X[xi, tile].astype(np.int64))
-            if self.p.acct.table_element:
-                tables = int(np.minimum.reduceat(t, tstarts).sum()) if TP else 0
-            else:
-                live += t[None, :]  # the tables counted as data bytes, in the same groups as the data
-        total = np.minimum.reduceat(live, starts, axis=1).sum(axis=1) if P else np.zeros(n, np.int64)
-        return total + (int(self.p.acct.table_alloc(tables)) if tables else 0)
-
-    def _positions(self, gs: dict):
-        """Which contributions feed which group positions (cached per groups dict): the groups all of whose
-        literals contribute, laid out one after another."""
-        if getattr(self, "_pos_key", None) is gs:
-            return self._pos
-        p = self.p
-        a = p.acct
-        in_mem = self.X is not None and a.tables_in_memory
-        data_lits = {c.lit for c, f, l in zip(p.contribs, self.first, self.last) if f <= l}
-        if in_mem and not a.table_element:
-            data_lits |= set(self.xl)
-
-        def layout(has):
-            kept = [g for g in gs.values() if g and all(k in has for k in g)]
-            where: dict = {}
-            for j, k in enumerate(k for g in kept for k in g):
-                where.setdefault(k, []).append(j)
-            starts = np.cumsum([0] + [len(g) for g in kept[:-1]]).astype(np.intp)
-            return where, starts, sum(len(g) for g in kept)
-
-        where, starts, P = layout(data_lits)
-        pairs = [(i, j) for i, (c, f, l) in enumerate(zip(p.contribs, self.first, self.last)) if f <= l
-                 for j in where.get(c.lit, ())]
-        ci, cj = (np.array(x, np.intp) for x in zip(*pairs)) if pairs else (np.zeros(0, np.intp),) * 2
-        xi = xj = tstarts = None
-        TP = 0
-        if in_mem:
-            twhere, tstarts, TP = (layout(set(self.xl)) if a.table_element else (where, starts, P))
-            xp = [(i, j) for i, k in enumerate(self.xl) for j in twhere.get(k, ())]
-            xi, xj = (np.array(x, np.intp) for x in zip(*xp)) if xp else (np.zeros(0, np.intp),) * 2
-        self._pos_key, self._pos = gs, (ci, cj, starts, P, xi, xj, tstarts, TP)
-        return self._pos
-
     def _add(self, out: dict, lits, vals) -> None:
         for lit, v in zip(lits, vals):
             if v:
@@ -134,6 +78,58 @@ class Rows:
         if kind == "fragments" and self.F is not None:
             self._add(coef, xl, self.F[:, tile])
         return Row(kind, tile, step, coef, self.caps[kind], tcoef)
+
+
+class MemoryBounds:
+    """`cheapest(p, rows.row("memory", tile, s), gs)[0]` for every step s of a tile at once: each literal's live
+    bytes per step by interval differences, the minimum over each group's literals, their sum, plus the allocation
+    of the groups' cheapest tables. Only groups whose every literal contributes can have a non-zero minimum, so
+    only those are laid out (one after another), once for all tiles."""
+
+    def __init__(self, rows: Rows, gs: dict):
+        self.rows = rows
+        p, a = rows.p, rows.p.acct
+        self.in_mem = rows.X is not None and a.tables_in_memory
+        live = [(i, c.lit) for i, (c, f, l) in enumerate(zip(p.contribs, rows.first, rows.last)) if f <= l]
+        data_lits = {k for _, k in live}
+        if self.in_mem and not a.table_element:
+            data_lits |= set(rows.xl)
+
+        def layout(has):
+            kept = [g for g in gs.values() if g and all(k in has for k in g)]
+            where: dict = {}
+            for j, k in enumerate(k for g in kept for k in g):
+                where.setdefault(k, []).append(j)
+            starts = np.cumsum([0] + [len(g) for g in kept[:-1]]).astype(np.intp)
+            return where, starts, sum(len(g) for g in kept)
+
+        def index(pairs):
+            return tuple(np.array(x, np.intp) for x in zip(*pairs)) if pairs else (np.zeros(0, np.intp),) * 2
+
+        where, self.starts, self.P = layout(data_lits)
+        self.ci, self.cj = index([(i, j) for i, k in live for j in where.get(k, ())])
+        if self.in_mem:
+            twhere, self.tstarts, self.TP = layout(set(rows.xl)) if a.table_element else (where, self.starts, self.P)
+            self.xi, self.xj = index([(i, j) for i, k in enumerate(rows.xl) for j in twhere.get(k, ())])
+
+    def __call__(self, tile: int) -> np.ndarray:
+        r, acct = self.rows, self.rows.p.acct
+        n, ci = len(r.p.steps), self.ci
+        diff = np.zeros((n + 1, self.P), np.int64)
+        v = r.D[ci, tile].astype(np.int64)
+        np.add.at(diff, (r.first[ci], self.cj), v)
+        np.add.at(diff, (r.last[ci] + 1, self.cj), -v)
+        live = np.cumsum(diff[:n], axis=0)
+        tables = 0
+        if self.in_mem:
+            t = np.zeros(self.TP, np.int64)
+            np.add.at(t, self.xj, r.X[self.xi, tile].astype(np.int64))
+            if acct.table_element:
+                tables = int(np.minimum.reduceat(t, self.tstarts).sum()) if self.TP else 0
+            else:
+                live += t[None, :]  # the tables counted as data bytes, in the same groups as the data
+        total = np.minimum.reduceat(live, self.starts, axis=1).sum(axis=1) if self.P else np.zeros(n, np.int64)
+        return total + (int(acct.table_alloc(tables)) if tables else 0)
 
 
 def groups(p: Problem) -> dict[str, list[tuple]]:
@@ -313,11 +309,10 @@ MAX_LP_SOLVES = 400  # deterministic cap on the LP solves of one Farkas row dele
 SCAN_ROWS = 200  # without a core: the tightest rows by counting bound tried one at a time for Farkas weights
 
 
-def _fewest_rows(p: Problem, rows: list[Row], keep: list[int]):
+def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], system: _RuleSystem):
     """Drop rows while the rest still has a Farkas certificate: at the end every row is needed (without any
     one of them the LP relaxation has a fractional solution, so no weights exist)."""
     solves = [0]
-    system = _RuleSystem(p)
 
     def conflicts(trial: list[int]):
         solves[0] += 1
@@ -499,8 +494,9 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
     budget.spend(half.spent)
     need, minimal = found if found else (list(range(len(cand))), False)
     sub = [cand[i] for i in need]
-    if sub and farkas(p, sub) is not None:
-        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need)
+    system = _RuleSystem(p) if sub else None
+    if sub and farkas(p, sub, system) is not None:
+        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, system)
         body.update(kind="farkas", rows=[_row_doc(p, cand[i], low[i], w) for i, w in zip(keep, weights) if w > 0],
                     rows_minimal=done,
                     farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
@@ -519,8 +515,9 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
     one of the SCAN_ROWS tightest alone by Farkas weights (edges and selection rules do the rest); else no kind."""
     ranked = []
     cap = rows.caps["memory"]
+    bounds = MemoryBounds(rows, gs)
     for c in classes:
-        for step, low in enumerate(rows.memory_bounds(int(c.rep), gs)):
+        for step, low in enumerate(bounds(int(c.rep))):
             ranked.append((int(low) - cap, len(ranked), int(c.rep), step))
         budget.check_wall()
     ranked.sort(key=lambda x: (-x[0], x[1]))

@@ -28,17 +28,18 @@ def problem(request):
 
 @pytest.mark.parametrize("tables", ["elements", "bytes", "not in memory"])
 def test_memory_bounds_equal_cheapest_of_every_row(problem, tables):
-    from ipuplan.solver.certificate import Rows, cheapest, groups
+    from ipuplan.solver.certificate import MemoryBounds, Rows, cheapest, groups
     from ipuplan.solver.classes import tile_classes
     acct = {"elements": problem.acct,
             "bytes": dataclasses.replace(problem.acct, table_element=0),
             "not in memory": dataclasses.replace(problem.acct, tables_in_memory=False)}[tables]
     p = dataclasses.replace(problem, acct=acct)
     rows, gs = Rows(p), groups(p)
+    bounds = MemoryBounds(rows, gs)
     classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
     nonzero = 0
     for c in classes:
-        fast = rows.memory_bounds(int(c.rep), gs)
+        fast = bounds(int(c.rep))
         slow = [cheapest(p, rows.row("memory", int(c.rep), s), gs)[0] for s in range(len(p.steps))]
         assert fast.tolist() == slow, f"tile {c.rep}"
         nonzero += sum(v > 0 for v in slow)
