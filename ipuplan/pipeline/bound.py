@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..bounds import machine_bound
+from ..bounds import MachineBound, machine_bound
 from ..model import build_graph
 from ..model.stage import Stage
 from ..target import Target
@@ -20,11 +20,12 @@ class Reach:
 
     first: int
     reach: int
-    fits: dict  # the machine statement of layers [first, reach)
-    over: dict | None  # of [first, reach + 1), which exceeds one chip
+    fits: MachineBound  # the machine statement of layers [first, reach)
+    over: MachineBound | None  # of [first, reach + 1), which exceeds one chip
 
     def record(self) -> dict:
-        return {"first": self.first, "reach": self.reach, "fits": self.fits, "over": self.over}
+        return {"first": self.first, "reach": self.reach, "fits": self.fits.record(),
+                "over": self.over.record() if self.over is not None else None}
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class Chain:
 
     layers: int
     links: tuple[Reach, ...]
-    stuck: dict | None  # the machine statement of the one-layer range that does not fit
+    stuck: MachineBound | None  # the machine statement of the one-layer range that does not fit
 
     @property
     def fewest(self) -> int | None:
@@ -50,11 +51,12 @@ class Chain:
         assert self.proves_fewer_than(ipus)
         links = self.links[:ipus]
         return {"kind": "pipeline-machine", "ipus": ipus, "layers": self.layers,
-                "links": [ln.record() for ln in links], "stuck": self.stuck,
+                "links": [ln.record() for ln in links],
+                "stuck": self.stuck.record() if self.stuck is not None else None,
                 "covered": links[-1].reach if links else 0}
 
 
-def stage_statement(spec, batch: int, stage: Stage, target: Target, support_reserve: int | None) -> dict:
+def stage_statement(spec, batch: int, stage: Stage, target: Target, support_reserve: int | None) -> MachineBound:
     return machine_bound(build_graph(spec, batch, stage), target, support_reserve)
 
 
@@ -70,7 +72,7 @@ def greedy_chain(spec, batch: int, target: Target, support_reserve: int | None =
         over = None
         while reach < L:
             st = stage_statement(spec, batch, Stage.of(first, reach + 1 - first, L), target, support_reserve)
-            if st["proves"]:
+            if st.proves:
                 over = st
                 break
             fits, reach = st, reach + 1

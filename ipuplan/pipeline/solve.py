@@ -237,7 +237,7 @@ def _infeasible(pj: PipelineJob, spec, target, chain, head: dict, out_dir: Path,
         body = chain.certificate(pj.ipus)
         doc["headline"] = (f"no partition of {spec.layers} layers into {pj.ipus} stage(s) fits: "
                            + (f"layer {body['covered']} alone (with the stem or head it carries) exceeds one chip, "
-                              f"{chain.stuck['needs_bytes']:,} B of {chain.stuck['capacity_bytes']:,}"
+                              f"{chain.stuck.needs_bytes:,} B of {chain.stuck.capacity_bytes:,}"
                               if chain.fewest is None else
                               f"stages as long as the machine bound allows cover layers 0..{body['covered'] - 1} "
                               f"on {pj.ipus} chip(s); at least {chain.fewest} are needed"))

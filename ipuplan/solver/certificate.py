@@ -475,7 +475,7 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
                                f"{p.catalogue.value} catalogue fits (a statement about this catalogue, not every "
                                f"layout)"},
         "candidates": cands, "core": [g.name for g in core],
-        "machine": machine_bound(p.graph, p.target, p.acct.support if p.acct.mode == "seeds" else None)
+        "machine": machine_bound(p.graph, p.target, p.acct.support if p.acct.mode == "seeds" else None).record()
         if p.graph is not None else None,
     }
     rows = Rows(p)

@@ -289,10 +289,10 @@ def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
 
 def _machine(result: SolveResult, doc: dict, out_dir: Path) -> None:
     m = result.machine
-    doc["machine"] = m
-    doc["headline"] = (f"parameters and live activations need {m['needs_bytes']:,} B, the target holds "
-                       f"{m['capacity_bytes']:,} B on all tiles: no compiler can fit this on one {doc['target']}")
-    write_certificate(out_dir / "certificate.json", doc, {"kind": "machine", "machine": m, "rows": []})
+    doc["machine"] = m.record()
+    doc["headline"] = (f"parameters and live activations need {m.needs_bytes:,} B, the target holds "
+                       f"{m.capacity_bytes:,} B on all tiles: no compiler can fit this on one {doc['target']}")
+    write_certificate(out_dir / "certificate.json", doc, {"kind": "machine", "machine": m.record(), "rows": []})
 
 
 def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:
@@ -305,7 +305,7 @@ def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:
                    "explanation": st.get("explanation", {})}
     cert = result.certificate
     doc["core"]["certificate"] = _certificate_summary(cert)
-    doc["machine"] = result.machine
+    doc["machine"] = result.machine.record() if result.machine is not None else None
     write_certificate(out_dir / "certificate.json", doc, cert)
 
 

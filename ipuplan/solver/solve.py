@@ -18,7 +18,7 @@ from typing import Callable
 import numpy as np
 from ortools.sat.python import cp_model
 
-from ..bounds import machine_bound
+from ..bounds import MachineBound, machine_bound
 from ..catalogue import Catalogue
 from ..cpsat import run as run_cpsat
 from ..ir.graph import Graph
@@ -89,7 +89,7 @@ class SolveResult:
     certificate: dict | None = None
     model_rows: set = field(default_factory=set)  # lazily added rows of the model found infeasible
     reason: str = ""  # why UNKNOWN
-    machine: dict | None = None
+    machine: MachineBound | None = None
     chosen: set = field(default_factory=set)  # the FIT plan's literals
     placement: object = None  # the FIT plan's placement on every tile (backend.placement.tiles.PlanPlacement)
     alternates: list = field(default_factory=list)  # (literals, () -> plan body): slower plans exact on every tile
@@ -101,9 +101,9 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
     t0 = time.perf_counter()
     budget = Budget.start(opts.effort, opts.time_limit)
     machine = machine_bound(graph, target, opts.support_reserve)
-    if machine["proves"]:
+    if machine.proves:
         if report:
-            report(f"machine bound: {machine['needs_bytes']:,} B needed, {machine['capacity_bytes']:,} B on all tiles")
+            report(f"machine bound: {machine.needs_bytes:,} B needed, {machine.capacity_bytes:,} B on all tiles")
         return SolveResult(Verdict.INFEASIBLE, None, machine=machine,
                            stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
     p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.use_relays, opts.table_budget,

@@ -70,7 +70,7 @@ def test_greedy_chain_is_the_fewest_of_every_partition(t8):
         def fits(first: int, count: int) -> bool:
             st = Stage.of(first, count, layers)
             if st.problem not in memo:
-                memo[st.problem] = not machine_bound(build_graph(spec, 2, st), target, None)["proves"]
+                memo[st.problem] = not machine_bound(build_graph(spec, 2, st), target, None).proves
             return memo[st.problem]
         chain = greedy_chain(spec, 2, target)
         for n in range(1, 5):
