@@ -262,6 +262,8 @@ def _print_explanation(doc: dict) -> None:
             for a in ex["alternatives"][:6]:
                 out.print(f"    {a['op']}: {a['chosen']} -> {a['cheapest_here']} saves {a['saves']:,} B",
                           markup=False, highlight=False)
+    elif ex.get("note"):
+        out.print(f"  explanation: {ex['note']}", highlight=False)
 
 
 def _print_certificate(c: dict) -> None:

@@ -203,6 +203,8 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         if ex.get("deficit_bytes"):
             out.print(f"  the least-overflowing plan lacks {ex['deficit_bytes']:,} B on tile {ex['tile']} at "
                       f"{ex['step']}; `ipuplan explain {out_dir}` for the contributors", highlight=False)
+        elif ex.get("note"):
+            out.print(f"  explanation: {ex['note']}", highlight=False)
         out.print(f"  details: {out_dir / 'verdict.json'}, {out_dir / 'certificate.json'}")
     elif v == "REJECTED":
         out.print(f"[bold yellow]REJECTED[/]  {head}: the beam search kept no plan; this is not a proof "

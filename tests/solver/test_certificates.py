@@ -200,3 +200,39 @@ def test_without_a_core_the_tightest_rows_are_scanned(cli, tmp_path, monkeypatch
     c = _cert(out)
     assert c["kind"] in ("counting", "farkas") and c["core"] == [] and len(c["rows"]) == 1
     assert check_certificate(c, base=out).ok
+
+
+def _out_of_wall(*a, **k):
+    from ipuplan.solver.budget import WallClockExpired
+    raise WallClockExpired
+
+
+def test_a_certificate_in_hand_survives_the_time_limit_while_explaining(cli, tmp_path, monkeypatch):
+    """The wall clock runs out after the certificate is found, while the core is minimized and the least-overflowing
+    plan sought: the verdict stays INFEASIBLE on the certificate, which `check` re-proves, and verdict.json says the
+    explanation was cut short."""
+    import ipuplan.solver.solve as solve
+    monkeypatch.setattr(solve, "minimize_core", _out_of_wall)
+    t = target_with_tiles(tmp_path, 16)
+    out = tmp_path / "out"
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "520000",
+                    "-o", out) == 1
+    doc = json.loads((out / "verdict.json").read_text())
+    assert doc["verdict"] == "INFEASIBLE" and doc["core"]["explanation"]["status"] == "WALL_CLOCK"
+    assert not doc["core"]["minimal"], "the core was not minimized"
+    r = cli("check", out)
+    assert r.code == 0 and "CERTIFICATE VERIFIED" in r.out, r.out
+    assert "time-limit of 600 s ran out" in cli("explain", out).out
+
+
+def test_without_a_certificate_the_time_limit_still_means_unknown(tmp_path, monkeypatch):
+    """The same cut with no certificate found: nothing is proven, so the answer is UNKNOWN."""
+    import ipuplan.solver.solve as solve
+    monkeypatch.setattr(solve, "build_certificate", lambda *a, **k: {"kind": None, "rows": []})
+    monkeypatch.setattr(solve, "elastic_explanation", _out_of_wall)
+    t = target_with_tiles(tmp_path, 16)
+    out = tmp_path / "out"
+    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "520000",
+                    "-o", out) == 3
+    doc = json.loads((out / "verdict.json").read_text())
+    assert doc["verdict"] == "UNKNOWN" and "time-limit" in doc["unknown"]["reason"]
