@@ -207,17 +207,22 @@ def _out_of_wall(*a, **k):
     raise WallClockExpired
 
 
+def _solve_memory_case(tmp_path):
+    """`memory_cert`'s solve in `tmp_path` (in this test, under its patches): exit code, directory, verdict.json."""
+    out = tmp_path / "out"
+    code = run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", target_with_tiles(tmp_path, 16),
+                    "--headroom", "520000", "-o", out)
+    return code, out, json.loads((out / "verdict.json").read_text())
+
+
 def test_a_certificate_in_hand_survives_the_time_limit_while_explaining(cli, tmp_path, monkeypatch):
     """The wall clock runs out after the certificate is found, while the core is minimized and the least-overflowing
     plan sought: the verdict stays INFEASIBLE on the certificate, which `check` re-proves, and verdict.json says the
     explanation was cut short."""
     import ipuplan.solver.solve as solve
     monkeypatch.setattr(solve, "minimize_core", _out_of_wall)
-    t = target_with_tiles(tmp_path, 16)
-    out = tmp_path / "out"
-    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "520000",
-                    "-o", out) == 1
-    doc = json.loads((out / "verdict.json").read_text())
+    code, out, doc = _solve_memory_case(tmp_path)
+    assert code == 1
     assert doc["verdict"] == "INFEASIBLE" and doc["core"]["explanation"]["status"] == "WALL_CLOCK"
     assert not doc["core"]["minimal"], "the core was not minimized"
     r = cli("check", out)
@@ -230,9 +235,6 @@ def test_without_a_certificate_the_time_limit_still_means_unknown(tmp_path, monk
     import ipuplan.solver.solve as solve
     monkeypatch.setattr(solve, "build_certificate", lambda *a, **k: {"kind": None, "rows": []})
     monkeypatch.setattr(solve, "elastic_explanation", _out_of_wall)
-    t = target_with_tiles(tmp_path, 16)
-    out = tmp_path / "out"
-    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "520000",
-                    "-o", out) == 3
-    doc = json.loads((out / "verdict.json").read_text())
+    code, _, doc = _solve_memory_case(tmp_path)
+    assert code == 3
     assert doc["verdict"] == "UNKNOWN" and "time-limit" in doc["unknown"]["reason"]
