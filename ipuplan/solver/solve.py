@@ -237,12 +237,12 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
         if core and cctx is not None and opts.explain:
             full = len(core)
             small, minimal = minimize_core(cctx, core, budget.share(0.5), budget)
-            stats["core_minimal"], stats["core_size_before_minimizing"] = minimal, full
             if len(small) < full:
                 again = build_certificate(p, classes, small, budget.share(0.5), budget)
                 core = small
                 if again["kind"] or cert is None or not cert["kind"]:
                     cert = again
+            stats["core_minimal"], stats["core_size_before_minimizing"] = minimal, full  # once `core` is `small`
         if opts.explain:
             stats["explanation"] = elastic_explanation(p, classes, opts, budget.share(1.0), budget)
     except WallClockExpired:
