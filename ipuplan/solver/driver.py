@@ -292,7 +292,7 @@ def _machine(result: SolveResult, doc: dict, out_dir: Path) -> None:
     doc["machine"] = m.record()
     doc["headline"] = (f"parameters and live activations need {m.needs_bytes:,} B, the target holds "
                        f"{m.capacity_bytes:,} B on all tiles: no compiler can fit this on one {doc['target']}")
-    write_certificate(out_dir / "certificate.json", doc, {"kind": "machine", "machine": m.record(), "rows": []})
+    write_certificate(out_dir / "certificate.json", doc, {"kind": "machine", "machine": doc["machine"], "rows": []})
 
 
 def _infeasible(result: SolveResult, doc: dict, out_dir: Path) -> None:

@@ -17,15 +17,22 @@ from tests_helpers import run_main, target_with_tiles
 SMALL = ROOT / "targets" / "small64.yaml"
 
 
+def _solve_memory_case(d):
+    """vit-small at batch 4 on 16 tiles with 520,000 B per tile held back, solved into `d`/out (under whatever the
+    calling test patches): exit code, directory, verdict.json."""
+    out = d / "out"
+    code = run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", target_with_tiles(d, 16),
+                    "--headroom", "520000", "-o", out)
+    return code, out, json.loads((out / "verdict.json").read_text())
+
+
 @pytest.fixture(scope="module")
 def memory_cert(tmp_path_factory):
     """vit-small at batch 4 on 16 tiles with 520,000 B per tile held back: does not fit; a counting bound on one
     tile row."""
-    d = tmp_path_factory.mktemp("cert")
-    t = target_with_tiles(d, 16)
-    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "520000",
-                    "-o", d / "out") == 1
-    return d / "out"
+    code, out, _ = _solve_memory_case(tmp_path_factory.mktemp("cert"))
+    assert code == 1
+    return out
 
 
 def _cert(d):
@@ -205,14 +212,6 @@ def test_without_a_core_the_tightest_rows_are_scanned(cli, tmp_path, monkeypatch
 def _out_of_wall(*a, **k):
     from ipuplan.solver.budget import WallClockExpired
     raise WallClockExpired
-
-
-def _solve_memory_case(tmp_path):
-    """`memory_cert`'s solve in `tmp_path` (in this test, under its patches): exit code, directory, verdict.json."""
-    out = tmp_path / "out"
-    code = run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", target_with_tiles(tmp_path, 16),
-                    "--headroom", "520000", "-o", out)
-    return code, out, json.loads((out / "verdict.json").read_text())
 
 
 def test_a_certificate_in_hand_survives_the_time_limit_while_explaining(cli, tmp_path, monkeypatch):
