@@ -309,14 +309,15 @@ MAX_LP_SOLVES = 400  # deterministic cap on the LP solves of one Farkas row dele
 SCAN_ROWS = 200  # without a core: the tightest rows by counting bound tried one at a time for Farkas weights
 
 
-def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], system: _RuleSystem):
+def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], system: _RuleSystem, budget: Budget):
     """Drop rows while the rest still has a Farkas certificate: at the end every row is needed (without any
-    one of them the LP relaxation has a fractional solution, so no weights exist)."""
+    one of them the LP relaxation has a fractional solution, so no weights exist). The deletion stops at
+    MAX_LP_SOLVES or the wall clock, keeping the rows it has, whose weights still prove the verdict."""
     solves = [0]
 
     def conflicts(trial: list[int]):
         solves[0] += 1
-        if solves[0] > MAX_LP_SOLVES:
+        if solves[0] > MAX_LP_SOLVES or budget.wall_left() <= 0:
             return None
         return trial if farkas(p, [rows[j] for j in trial], system) is not None else False
 
@@ -496,7 +497,7 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
     sub = [cand[i] for i in need]
     system = _RuleSystem(p) if sub else None
     if sub and farkas(p, sub, system) is not None:
-        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, system)
+        keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, system, budget)
         body.update(kind="farkas", rows=[_row_doc(p, cand[i], low[i], w) for i, w in zip(keep, weights) if w > 0],
                     rows_minimal=done,
                     farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),

@@ -82,17 +82,22 @@ def test_z3_reproves_the_same_rows(memory_cert):
     assert rep.ok and any(line.startswith("z3:") for line in rep.lines), rep.violations
 
 
-def _as_farkas(c: dict) -> dict:
-    """The same row proved with Farkas weights from the builder's LP (scipy HiGHS)."""
+def _problem_of(c: dict):
+    """The certificate's problem, rebuilt from the inputs it names."""
     from ipuplan.model import build_graph, load_model
-    from ipuplan.solver.certificate import Rows, farkas
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
     from ipuplan.catalogue import Catalogue
     o = c["options"]
-    p = build_problem(build_graph(load_model(c["inputs"]["model"]["path"]), c["batch"]),
-                      load_target(c["inputs"]["target"]["path"]), c["batch"], headroom=o["headroom"],
-                      relays=o["relays"], catalogue=Catalogue(o["catalogue"]))
+    return build_problem(build_graph(load_model(c["inputs"]["model"]["path"]), c["batch"]),
+                         load_target(c["inputs"]["target"]["path"]), c["batch"], headroom=o["headroom"],
+                         relays=o["relays"], catalogue=Catalogue(o["catalogue"]))
+
+
+def _as_farkas(c: dict) -> dict:
+    """The same row proved with Farkas weights from the builder's LP (scipy HiGHS)."""
+    from ipuplan.solver.certificate import Rows, farkas
+    p = _problem_of(c)
     r = c["rows"][0]
     weights, mult, margin = farkas(p, [Rows(p).row(r["kind"], r["tile"], p.steps.index(r["step"]))])
     c = copy.deepcopy(c)
@@ -107,6 +112,24 @@ def test_farkas_weights_from_the_lp_are_reproved_exactly(memory_cert):
     rep = check_certificate(c)
     assert rep.ok and any(line.startswith("farkas:") for line in rep.lines), rep.violations
     assert Fraction(c["farkas"]["margin"]) > 0
+
+
+def test_the_farkas_row_deletion_stops_at_the_wall_clock_with_weights_that_still_prove(memory_cert):
+    """Three rows, each with Farkas weights alone (tiles of one class): with time left the deletion keeps one; with
+    the wall clock run out it stops at once, keeping all three, not minimal, still proving."""
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.certificate import Rows, _RuleSystem, _fewest_rows
+    c = _cert(memory_cert)
+    p, r = _problem_of(c), c["rows"][0]
+    rows = Rows(p)
+    step = p.steps.index(r["step"])
+    cand = [rows.row("memory", (r["tile"] + 1) % 16, 0), rows.row(r["kind"], r["tile"], step),
+            rows.row("memory", (r["tile"] + 2) % 16, 0)]
+    system = _RuleSystem(p)
+    keep, (weights, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, 600))
+    assert len(keep) == 1 and done and margin > 0
+    keep, (weights, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, -1))
+    assert keep == [0, 1, 2] and not done and margin > 0
 
 
 def test_weights_that_do_not_prove_are_rejected(memory_cert):
