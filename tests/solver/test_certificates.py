@@ -115,8 +115,8 @@ def test_farkas_weights_from_the_lp_are_reproved_exactly(memory_cert):
 
 
 def test_the_farkas_row_deletion_stops_at_the_wall_clock_with_weights_that_still_prove(memory_cert):
-    """Three rows, each with Farkas weights alone (tiles of one class): with time left the deletion keeps one; with
-    the wall clock run out it stops at once, keeping all three, not minimal, still proving."""
+    """The certificate's row between two others: with time left the deletion keeps a single row; with the wall
+    clock run out it stops at once, keeping all three, not minimal, still proving."""
     from ipuplan.solver.budget import Budget
     from ipuplan.solver.certificate import Rows, _RuleSystem, _fewest_rows
     c = _cert(memory_cert)
@@ -126,9 +126,9 @@ def test_the_farkas_row_deletion_stops_at_the_wall_clock_with_weights_that_still
     cand = [rows.row("memory", (r["tile"] + 1) % 16, 0), rows.row(r["kind"], r["tile"], step),
             rows.row("memory", (r["tile"] + 2) % 16, 0)]
     system = _RuleSystem(p)
-    keep, (weights, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, 600))
+    keep, (_, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, 600))
     assert len(keep) == 1 and done and margin > 0
-    keep, (weights, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, -1))
+    keep, (_, _, margin), done = _fewest_rows(p, cand, [0, 1, 2], system, Budget.start(10, -1))
     assert keep == [0, 1, 2] and not done and margin > 0
 
 
