@@ -1,8 +1,8 @@
 """Verify an INFEASIBLE certificate from model + target alone: say which instance it is about, range-check its
 options, regenerate the catalogue it claims to cover, rebuild every candidate's bytes with the checker's rules,
 recompute each row the certificate names, then re-prove it (counting bound, Farkas weights checked with exact
-fractions, or z3). A machine certificate is re-derived from the IR and the target only. Nothing numeric in
-the certificate is trusted; neither ortools nor the solver is imported."""
+fractions, z3, or a split whose every case has Farkas weights). A machine certificate is re-derived from the IR
+and the target only. Nothing numeric in the certificate is trusted; neither ortools nor the solver is imported."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from .plan import CheckReport, Limits
 from .rows import load_certificate, prove_rows
 from .validate import Invalid, get, one_of
 
-KINDS = ("counting", "farkas", "z3", "machine", "pipeline-machine", "pipeline-stages")
+KINDS = ("counting", "farkas", "z3", "split", "machine", "pipeline-machine", "pipeline-stages")
 
 
 def instance_lines(cert: dict) -> list[str]:

@@ -14,6 +14,8 @@ from ..formats import catalogue_digest, digest
 from .machine import machine_statement
 from .plan import CheckReport, Limits, catalogue_of, load_inputs, steps_of
 from .space import Space, build_space
+from .farkas import farkas_bound
+from .split import check_split
 from .validate import Invalid, get, one_of
 
 ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
@@ -53,30 +55,6 @@ def cheapest(sp: Space, lim: Limits, coef: np.ndarray, tcoef: np.ndarray) -> int
     return int(data + lim.table_alloc(np.array([tables]))[0])
 
 
-def structure(sp: Space) -> dict[str, tuple[dict[int, int], int, bool]]:
-    """The selection rules as named linear constraints: name -> (coefficients, rhs, is_equality).
-    one:<group>: one literal per group; src:<edge>:<a> / dst:<edge>:<b>: an edge's pairs follow its producer's
-    and consumer's choices."""
-    idx = sp.index
-    out: dict[str, tuple[dict[int, int], int, bool]] = {}
-    for name, g in sp.groups.items():
-        out[f"one:{name}"] = ({idx[k]: 1 for k in g}, 1, True)
-    for name, (prod, cons, _, src_of, dst_of) in sp.ends.items():
-        pairs = sp.groups[name]
-        for side, op, of, pos in (("src", prod, src_of, 3), ("dst", cons, dst_of, 4)):
-            for a in sorted(set(of)):
-                c = {idx[k]: 1 for k in pairs if k[pos] == a}
-                for i, s_ in enumerate(of):
-                    if s_ == a:
-                        c[idx[("impl", op, i)]] = c.get(idx[("impl", op, i)], 0) - 1
-                out[f"{side}:{name}:{a}"] = (c, 0, True)
-    return out
-
-
-def _frac(s) -> Fraction:
-    return Fraction(str(s))
-
-
 def load_certificate(cert: dict, rep: CheckReport, base=None):
     """The graph and target a certificate names, or None (with the violation): its format, digest and inputs."""
     W = "certificate.json"
@@ -106,7 +84,7 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
     own catalogue and the rows' recorded numbers are not compared, only re-proved: the rows are named by tile and
     program point, the Farkas weights by row and selection rule."""
     W = "certificate.json"
-    kind = one_of(cert, "kind", W, ("counting", "farkas", "z3"))
+    kind = one_of(cert, "kind", W, ("counting", "farkas", "z3", "split"))
     options = get(cert, "options", W)
     scope = get(cert, "scope", W)
     kind_of_catalogue = catalogue_of(options, W) if isinstance(options, dict) else "grid"
@@ -151,6 +129,8 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
             rep.lines.append(f"counting: {r['name']}: the cheapest choice of every op needs {low:,} > {cap:,}")
     elif kind == "farkas":
         _check_farkas(rep, sp, rows, get(cert, "farkas", W))
+    elif kind == "split":
+        check_split(rep, sp, rows, get(cert, "split", W))
     else:
         _check_z3(rep, sp, lim, rows, z3_rlimit)
     if lifted:
@@ -167,31 +147,11 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
 
 def _check_farkas(rep: CheckReport, sp: Space, rows, f: dict) -> None:
     """sum(w_r * row_r) + sum(m_s * rule_s) gives c.x <= d for every plan; min over 0 <= x <= 1 of c.x > d."""
-    c = [Fraction(0)] * len(sp.lits)
-    d = Fraction(0)
-    for r, coef, tcoef, cap, _ in rows:  # tables at their bytes: a relaxation of their whole elements
-        coef = coef + tcoef
-        w = _frac(r.get("weight"))
-        if w < 0:
-            rep.fail(f"row {r['name']}: negative weight {w}")
-            return
-        for i in np.flatnonzero(coef):
-            c[i] += w * int(coef[i])
-        d += w * cap
-    rules = structure(sp)
-    for name, m in f["rules"].items():
-        if name not in rules:
-            rep.fail(f"farkas: no selection rule named {name!r}")
-            return
-        coefs, rhs, eq = rules[name]
-        m = _frac(m)
-        if m < 0 and not eq:
-            rep.fail(f"farkas: negative multiplier on inequality {name}")
-            return
-        for i, v in coefs.items():
-            c[i] += m * v
-        d += m * rhs
-    low = sum((x for x in c if x < 0), Fraction(0))
+    try:
+        low, d = farkas_bound(sp, rows, [r.get("weight") for r, *_ in rows], f["rules"])
+    except Invalid as e:
+        rep.fail(str(e))
+        return
     if low <= d:
         rep.fail(f"farkas: the weighted rows admit a fractional selection (min {float(low):.6g} <= {float(d):.6g})")
         return

@@ -1,6 +1,6 @@
 """Turn an INFEASIBLE core into a certificate: the core's constraints as exact rows (one tile, one program
 point), then the first proof that holds of: a counting bound on one row, LP Farkas weights (scipy HiGHS,
-re-checked here with exact fractions), a z3 re-proof. `ipuplan check` re-derives and re-proves it with the
+re-checked here with exact fractions), a z3 re-proof, a case split with Farkas weights for every case (split.py). `ipuplan check` re-derives and re-proves it with the
 checker's own code (ipuplan/checker/certificate.py); the naming of rows and selection rules is the format."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ..formats import catalogue_digest  # the format's hash; no constraint code 
 from .budget import Budget
 from .model import Guard
 from .problem import Problem
+from . import split
 from .shrink import cpsat_conflicts, shrink
 
 Z3_RLIMIT_PER_SECOND = 2_000_000  # z3 resource units granted per deterministic second of effort
@@ -266,10 +267,11 @@ class _RuleSystem:
         self.b_ub, self.b_eq = [b for _, b in ineq], [b for _, b in eqs]
 
 
-def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None):
+def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None, fixed: frozenset = frozenset()):
     """LP relaxation with one elastic variable s on every row: min s. If s* > 0 its duals are Farkas weights.
     Returns (row weights, rule multipliers, exact margin) when the exact re-check holds, else None. `system`:
-    the rules prebuilt (rebuilt here when the rows name a literal outside them)."""
+    the rules prebuilt (rebuilt here when the rows name a literal outside them). `fixed`: literals chosen (a
+    case of a split certificate), held at 1 in the relaxation and in the exact margin."""
     from scipy.optimize import linprog
     from scipy.sparse import lil_matrix, vstack
 
@@ -287,8 +289,10 @@ def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None):
     b_ub, b_eq = [r.cap for r in rows] + system.b_ub, system.b_eq
     obj = np.zeros(n)
     obj[-1] = 1
-    res = linprog(obj, A_ub=A, b_ub=b_ub, A_eq=E, b_eq=b_eq,
-                  bounds=[(0, 1)] * (n - 1) + [(0, None)], method="highs")
+    bounds = [(0, 1)] * (n - 1) + [(0, None)]
+    for k in fixed:
+        bounds[col[k]] = (1, 1)
+    res = linprog(obj, A_ub=A, b_ub=b_ub, A_eq=E, b_eq=b_eq, bounds=bounds, method="highs")
     if res.status != 0 or res.fun <= 1e-6:
         return None
     lam = [max(0.0, -v) for v in res.ineqlin.marginals]
@@ -301,7 +305,7 @@ def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None):
     for (name, _, _, eq), v in zip([r for r in rules if r[3]], mu):
         if v:
             mult[name] = Fraction(v)
-    margin = _exact_margin(rows, weights, rules, mult)
+    margin = _exact_margin(rows, weights, rules, mult, fixed)
     return (weights, mult, margin) if margin > 0 else None
 
 
@@ -325,7 +329,9 @@ def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], system: _RuleSyst
     return keep, farkas(p, [rows[j] for j in keep], system), done
 
 
-def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
+def _exact_margin(rows: list[Row], weights, rules, mult, fixed=frozenset()) -> Fraction:
+    """min over selections 0 <= x <= 1 (the `fixed` literals at 1) of the weighted rows and rules, less their
+    weighted right-hand sides: positive, no selection satisfies them."""
     c: dict = {}
     d = Fraction(0)
     for r, w in zip(rows, weights):
@@ -338,7 +344,7 @@ def _exact_margin(rows: list[Row], weights, rules, mult) -> Fraction:
             for k, v in coefs.items():
                 c[k] = c.get(k, 0) + m * v
             d += m * rhs
-    return sum((v for v in c.values() if v < 0), Fraction(0)) - d
+    return sum((v for k, v in c.items() if v < 0 or k in fixed), Fraction(0)) - d
 
 
 def exact_core(p: Problem, rows: list[Row], budget: Budget) -> tuple[list[int], bool] | None:
@@ -505,6 +511,8 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
     elif found and (proof := z3_core(p, sub, budget, shrink_rows=not minimal)):
         body.update(kind="z3", rows=[_row_doc(p, sub[i], low[need[i]], None) for i in proof[0]],
                     rows_minimal=minimal or proof[1])
+    elif (cases := _split_proof(p, classes, rows, gs, budget)) is not None:
+        body.update(cases)
     else:
         body.update(kind=None, rows=[_row_doc(p, r, lw, None) for r, lw in zip(cand, low)], rows_minimal=False)
     return body
@@ -543,8 +551,60 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
                         farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
                                 "margin_float": float(margin)})
             return body
-    body.update(kind=None, rows=[], rows_minimal=False)
+    cases = _split_proof(p, classes, rows, gs, budget, system)
+    body.update(cases if cases is not None else dict(kind=None, rows=[], rows_minimal=False))
     return body
+
+
+def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _RuleSystem | None = None
+                 ) -> dict | None:
+    """A case split (solver/split.py) whose every case has Farkas weights with its implementations fixed, over
+    the SCAN_ROWS memory rows whose counting bound, those implementations fixed, comes closest to capacity; as
+    certificate fields (kind "split"; its rows those with a positive weight in some case), or None. Ops are tried
+    in order of their spread: the bytes by which their implementations differ, summed over the tightest rows."""
+    system = system or _RuleSystem(p)
+    cap = rows.caps["memory"]
+
+    def tightest(fixed: frozenset) -> list[Row]:
+        narrowed = dict(gs)
+        for op, i in fixed:
+            narrowed[op] = [("impl", op, i)]
+        bounds, ranked = MemoryBounds(rows, narrowed), []
+        for c in classes:
+            for step, low in enumerate(bounds(int(c.rep))):
+                ranked.append((cap - int(low), len(ranked), int(c.rep), step))
+        ranked.sort()
+        return [rows.row("memory", t, s) for _, _, t, s in ranked[:SCAN_ROWS]]
+
+    lin = [r.linear() for r in tightest(frozenset())]
+    spread = []
+    for op, impls in p.impls.items():
+        if len(impls) > 1:
+            vals = [[c.get(("impl", op, i), 0) for i in range(len(impls))] for c in lin]
+            spread.append((-sum(max(v) - min(v) for v in vals), op, len(impls)))
+    spread.sort()
+
+    def prove(fixed):
+        sel = tightest(fixed)
+        f = farkas(p, sel, system, frozenset(("impl", op, i) for op, i in fixed))
+        return None if f is None else ([r for r, w in zip(sel, f[0]) if w > 0], [w for w in f[0] if w > 0], *f[1:])
+
+    found = split.search([(op, n) for _, op, n in spread], prove, lambda: budget.wall_left() <= 0)
+    if found is None:
+        return None
+    used: dict = {}
+    for _, (rs, _, _, _) in split.leaves(found):
+        for r in rs:
+            used.setdefault((r.kind, r.tile, r.step), (len(used), r))
+
+    def farkas_doc(proof) -> dict:
+        rs, w, mult, margin = proof
+        return {"rows": [used[(r.kind, r.tile, r.step)][0] for r in rs], "weights": [str(v) for v in w],
+                "rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
+                "margin_float": float(margin)}
+
+    return dict(kind="split", rows=[_row_doc(p, r, cheapest(p, r, gs), None) for _, r in used.values()],
+                rows_minimal=False, split=split.to_doc(found, lambda op, i: p.impls[op][i].label, farkas_doc))
 
 
 def _row_doc(p: Problem, r: Row, low, weight) -> dict:

@@ -260,3 +260,64 @@ def test_without_a_certificate_the_time_limit_still_means_unknown(tmp_path, monk
     code, _, doc = _solve_memory_case(tmp_path)
     assert code == 3
     assert doc["verdict"] == "UNKNOWN" and "time-limit" in doc["unknown"]["reason"]
+
+
+def _as_split(c: dict) -> dict:
+    """The same instance proved by the builder's case split (each implementation of the first op it tries fixed
+    in turn, Farkas weights for each case)."""
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.certificate import Rows, _split_proof, groups
+    from ipuplan.solver.classes import tile_classes
+    p = _problem_of(c)
+    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    body = _split_proof(p, classes, Rows(p), groups(p), Budget.start(60, 600))
+    assert body is not None and body["kind"] == "split"
+    c = copy.deepcopy(c)
+    c.update(body)
+    return _fixed(c)
+
+
+@pytest.fixture(scope="module")
+def split_cert(memory_cert):
+    return _as_split(_cert(memory_cert))
+
+
+def test_a_split_certificate_is_reproved_case_by_case(split_cert):
+    rep = check_certificate(split_cert)
+    assert rep.ok and any(line.startswith("split:") for line in rep.lines), rep.violations
+    cases = split_cert["split"]["cases"]
+    assert [k["implementation"] for k in cases] == list(range(len(split_cert["candidates"][split_cert["split"]["op"]])))
+
+
+@pytest.mark.parametrize("tamper, message", [
+    (lambda s: s["cases"].pop(), "each once"),
+    (lambda s: s["cases"].reverse(), "each once"),
+    (lambda s: s.update(op="no such op"), "not an op"),
+    (lambda s: s["cases"][0]["farkas"]["weights"].__setitem__(0, "-1"), "negative weight"),
+    (lambda s: s["cases"][0]["farkas"].update(rows=[10 ** 6]), "indices"),
+    (lambda s: s["cases"][0]["farkas"].update(weights=["0"] * len(s["cases"][0]["farkas"]["weights"])), "fractional"),
+])
+def test_a_split_that_does_not_cover_or_prove_is_rejected(split_cert, tamper, message):
+    c = copy.deepcopy(split_cert)
+    tamper(c["split"])
+    rep = check_certificate(_fixed(c))
+    assert not rep.ok and message in rep.violations[0], rep.violations
+
+
+def test_a_case_is_bounded_with_its_implementation_chosen():
+    """One row, 10 B if implementation 0 of op g is chosen, 0 B for implementation 1, capacity 5: the row alone
+    admits a selection (implementation 1), so it proves nothing; in the case g = 0 it proves by its weight."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ipuplan.checker.farkas import farkas_bound
+    lits = [("impl", "g", 0), ("impl", "g", 1)]
+    sp = SimpleNamespace(lits=lits, index={k: i for i, k in enumerate(lits)}, groups={"g": lits}, ends={})
+    rows = [({"name": "memory[tile 0]"}, np.array([10, 0]), np.zeros(2, np.int64), 5, 0)]
+    low, d = farkas_bound(sp, rows, ["1"], {})
+    assert low <= d
+    low, d = farkas_bound(sp, rows, ["1"], {}, fixed=frozenset({0}))
+    assert (low, d) == (10, 5)
+    low, d = farkas_bound(sp, rows, ["1"], {"one:g": "-10"}, fixed=frozenset({1}))
+    assert low <= d, "the case g = 1 fits: no weights prove it"

@@ -192,3 +192,25 @@ def test_a_model_max_lp_refutes_on_loading_does_not_abort_the_process():
     p = subprocess.run([sys.executable, "-c", REFUTED_BY_MAX_LP], cwd=ROOT, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
     assert "VERDICT" in p.stdout and "INFEASIBLE" in p.stdout.split("VERDICT")[1]
+
+
+@pytest.mark.slow
+def test_the_precheck_is_not_cut_short_by_a_large_models_loading():
+    """siglip-large-384 b20 in the compact catalogue: loading the model with max_lp's relaxation takes 11.5
+    deterministic seconds and refutes it. A precheck capped at 10 ended UNKNOWN, and the two-worker search that
+    followed aborted the process (the CHECK above); stopping at the first conflict instead of at a short cap, the
+    precheck answers."""
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.solver.rounds import build_model, refuted_on_loading
+    from ipuplan.solver.solve import SolveOptions
+    from ipuplan.target import load_target
+    opts = SolveOptions(batch=20, catalogue=Catalogue.COMPACT, slack_effort=0)
+    p = build_problem(build_graph(load_model(MODELS / "siglip-large-384.yaml"), 20), load_target(ROOT / "targets" /
+                      "c600.yaml"), 20, catalogue=Catalogue.COMPACT)
+    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    refuted, solver = refuted_on_loading(build_model(p, classes, objective=True), opts, Budget.start(400, 1800))
+    assert refuted and solver.deterministic_time > 10
