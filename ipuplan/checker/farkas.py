@@ -35,7 +35,8 @@ def frac(s) -> Fraction:
     return Fraction(str(s))
 
 
-def farkas_bound(sp: Space, rows, weights, rule_mults: dict, fixed: frozenset = frozenset()) -> tuple[Fraction, Fraction]:
+def farkas_bound(sp: Space, rows, weights, rule_mults: dict,
+                 fixed: frozenset = frozenset()) -> tuple[Fraction, Fraction]:
     """(min over selections 0 <= x <= 1, the literals at indices `fixed` at 1, of c.x; d), where the weighted rows
     and selection rules give c.x <= d for every plan: the weights prove no such plan fits when min > d. Raises
     Invalid on a negative weight or multiplier of an inequality, or a rule that does not exist."""

@@ -4,17 +4,15 @@ instance's graph with the checker's own catalogue, rules and byte counts: as wri
 
 from __future__ import annotations
 
-from fractions import Fraction
-
 import numpy as np
 
 from ..catalogue.records import regenerate_catalogue
 from ..formats import CERTIFICATE as FORMAT
 from ..formats import catalogue_digest, digest
+from .farkas import farkas_bound
 from .machine import machine_statement
 from .plan import CheckReport, Limits, catalogue_of, load_inputs, steps_of
 from .space import Space, build_space
-from .farkas import farkas_bound
 from .split import check_split
 from .validate import Invalid, get, one_of
 

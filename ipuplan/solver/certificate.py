@@ -1,7 +1,8 @@
 """Turn an INFEASIBLE core into a certificate: the core's constraints as exact rows (one tile, one program
 point), then the first proof that holds of: a counting bound on one row, LP Farkas weights (scipy HiGHS,
-re-checked here with exact fractions), a z3 re-proof, a case split with Farkas weights for every case (split.py). `ipuplan check` re-derives and re-proves it with the
-checker's own code (ipuplan/checker/certificate.py); the naming of rows and selection rules is the format."""
+re-checked here with exact fractions), a z3 re-proof, a case split with Farkas weights for every case
+(split.py). `ipuplan check` re-derives and re-proves it with the checker's own code (ipuplan/checker/
+certificate.py); the naming of rows and selection rules is the format."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ from ..catalogue.records import catalogue_records, choice_record  # noqa: F401 (
 from ..formats import catalogue_digest  # the format's hash; no constraint code is shared
 from .budget import Budget
 from .model import Guard
-from .problem import Problem
 from . import split
+from .problem import Problem
 from .shrink import cpsat_conflicts, shrink
 
 Z3_RLIMIT_PER_SECOND = 2_000_000  # z3 resource units granted per deterministic second of effort
@@ -506,8 +507,7 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
         keep, (weights, mult, margin), done = _fewest_rows(p, cand, need, system, budget)
         body.update(kind="farkas", rows=[_row_doc(p, cand[i], low[i], w) for i, w in zip(keep, weights) if w > 0],
                     rows_minimal=done,
-                    farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
-                            "margin_float": float(margin)})
+                    farkas=_farkas_fields(mult, margin))
     elif found and (proof := z3_core(p, sub, budget, shrink_rows=not minimal)):
         body.update(kind="z3", rows=[_row_doc(p, sub[i], low[need[i]], None) for i in proof[0]],
                     rows_minimal=minimal or proof[1])
@@ -522,14 +522,7 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
     """Without a core (the re-solve under assumptions did not finish within its share): every tile class's memory
     row at every step, on its representative tile, ranked by counting bound; the tightest proves it by counting, or
     one of the SCAN_ROWS tightest alone by Farkas weights (edges and selection rules do the rest); else no kind."""
-    ranked = []
-    cap = rows.caps["memory"]
-    bounds = MemoryBounds(rows, gs)
-    for c in classes:
-        for step, low in enumerate(bounds(int(c.rep))):
-            ranked.append((int(low) - cap, len(ranked), int(c.rep), step))
-        budget.check_wall()
-    ranked.sort(key=lambda x: (-x[0], x[1]))
+    ranked = _ranked(rows, gs, classes, budget)
     body["core"] = []
 
     def exact(entry):
@@ -548,12 +541,30 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
         if f is not None:
             weights, mult, margin = f
             body.update(kind="farkas", rows=[_row_doc(p, r, low, weights[0])], rows_minimal=True,
-                        farkas={"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
-                                "margin_float": float(margin)})
+                        farkas=_farkas_fields(mult, margin))
             return body
     cases = _split_proof(p, classes, rows, gs, budget, system)
     body.update(cases if cases is not None else dict(kind=None, rows=[], rows_minimal=False))
     return body
+
+
+def _ranked(rows: Rows, gs, classes, budget: Budget) -> list[tuple[int, int, int, int]]:
+    """Every tile class's memory row at every step, on its representative tile, as (counting bound less capacity,
+    rank, tile, step), tightest first (ties in class and step order)."""
+    ranked = []
+    cap = rows.caps["memory"]
+    bounds = MemoryBounds(rows, gs)
+    for c in classes:
+        for step, low in enumerate(bounds(int(c.rep))):
+            ranked.append((int(low) - cap, len(ranked), int(c.rep), step))
+        budget.check_wall()
+    ranked.sort(key=lambda x: (-x[0], x[1]))
+    return ranked
+
+
+def _farkas_fields(mult: dict, margin: Fraction) -> dict:
+    return {"rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
+            "margin_float": float(margin)}
 
 
 def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _RuleSystem | None = None
@@ -563,18 +574,12 @@ def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _R
     certificate fields (kind "split"; its rows those with a positive weight in some case), or None. Ops are tried
     in order of their spread: the bytes by which their implementations differ, summed over the tightest rows."""
     system = system or _RuleSystem(p)
-    cap = rows.caps["memory"]
 
     def tightest(fixed: frozenset) -> list[Row]:
         narrowed = dict(gs)
         for op, i in fixed:
             narrowed[op] = [("impl", op, i)]
-        bounds, ranked = MemoryBounds(rows, narrowed), []
-        for c in classes:
-            for step, low in enumerate(bounds(int(c.rep))):
-                ranked.append((cap - int(low), len(ranked), int(c.rep), step))
-        ranked.sort()
-        return [rows.row("memory", t, s) for _, _, t, s in ranked[:SCAN_ROWS]]
+        return [rows.row("memory", t, s) for _, _, t, s in _ranked(rows, narrowed, classes, budget)[:SCAN_ROWS]]
 
     lin = [r.linear() for r in tightest(frozenset())]
     spread = []
@@ -600,8 +605,7 @@ def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _R
     def farkas_doc(proof) -> dict:
         rs, w, mult, margin = proof
         return {"rows": [used[(r.kind, r.tile, r.step)][0] for r in rs], "weights": [str(v) for v in w],
-                "rules": {k: str(v) for k, v in sorted(mult.items())}, "margin": str(margin),
-                "margin_float": float(margin)}
+                **_farkas_fields(mult, margin)}
 
     return dict(kind="split", rows=[_row_doc(p, r, cheapest(p, r, gs), None) for _, r in used.values()],
                 rows_minimal=False, split=split.to_doc(found, lambda op, i: p.impls[op][i].label, farkas_doc))
