@@ -1,6 +1,7 @@
-"""Re-prove a catalogue certificate's rows (counting bound, Farkas weights with exact fractions, or z3) on an
-instance's graph with the checker's own catalogue, rules and byte counts: as written, or lifted to another instance
-(a pipeline stage with more layers). Shared by the single-chip and the pipeline certificate checks."""
+"""Re-prove a catalogue certificate's rows (counting bound, Farkas weights with exact fractions, a split whose cases
+each have Farkas weights, or z3) on an instance's graph with the checker's own catalogue, rules and byte counts: as
+written, or lifted to another instance (a pipeline stage with more layers). Shared by the single-chip and the
+pipeline certificate checks."""
 
 from __future__ import annotations
 
@@ -65,7 +66,7 @@ def load_certificate(cert: dict, rep: CheckReport, base=None):
 
 
 def check_rows_certificate(cert: dict, z3_rlimit: int, base=None) -> CheckReport:
-    """A counting, Farkas or z3 certificate checked as written: format, digest, the instance it names, its rows."""
+    """A counting, Farkas, split or z3 certificate checked as written: format, digest, the instance it names, its rows."""
     rep = CheckReport()
     try:
         loaded = load_certificate(cert, rep, base)
@@ -77,7 +78,7 @@ def check_rows_certificate(cert: dict, z3_rlimit: int, base=None) -> CheckReport
 
 
 def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: bool = False) -> None:
-    """Re-prove a counting, Farkas or z3 certificate's rows on graph `g`. `lifted`: `g` is another instance than
+    """Re-prove a counting, Farkas, split or z3 certificate's rows on graph `g`. `lifted`: `g` is another instance than
     the one the certificate was written for (a stage with more layers); the candidates are then this instance's
     own catalogue and the rows' recorded numbers are not compared, only re-proved: the rows are named by tile and
     program point, the Farkas weights by row and selection rule."""

@@ -279,11 +279,12 @@ def _refuted(pj: PipelineJob, spec, target, head: dict, out_dir: Path, best: dic
 
 def _why_refuted(r) -> str:
     """The stage certificate in a line: its kind and first row (a counting row's cheapest bytes exceed its capacity;
-    Farkas and z3 rows need the selection rules too, so their cheapest bytes alone may fit)."""
+    Farkas, split and z3 rows need the selection rules too, so their cheapest bytes alone may fit)."""
     rows = r.body.get("rows") or [{}]
     row = rows[0]
     what = (f"cheapest {row.get('cheapest_bytes', 0):,} B against {row.get('capacity', 0):,} B"
-            if r.body["kind"] == "counting" else f"capacity {row.get('capacity', 0):,} B, with the selection rules")
+            if r.body["kind"] == "counting" else f"capacity {row.get('capacity', 0):,} B, with the selection rules"
+            + (f" in each case of {r.body['split'].get('op')}'s implementations" if r.body["kind"] == "split" else ""))
     return f"{r.body['kind']} over {len(r.body.get('rows', []))} row(s), e.g. {row.get('name')}: {what}"
 
 

@@ -204,6 +204,66 @@ def test_what_if_ipus_gives_the_boundary_within_the_catalogue(tmp_path, t8, cli)
     assert "not the pipeline's" in refused(lambda c: c["stages"]["head"].update(batch=1))[0]
 
 
+def _as_split(sub: dict, base: Path) -> dict:
+    """A stage certificate proved instead by the builder's case split on the same stage problem."""
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.checker.plan import CheckReport, load_inputs
+    from ipuplan.formats import digest
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.certificate import Rows, _split_proof, groups
+    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.problem import build_problem
+    g, target = load_inputs(sub, CheckReport(), "stage", base)
+    o = sub["options"]
+    p = build_problem(g, target, sub["batch"], headroom=o["headroom"], relays=o["relays"],
+                      catalogue=Catalogue(o.get("catalogue", "grid")))
+    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], target.tiles)
+    body = _split_proof(p, classes, Rows(p), groups(p), Budget.start(60, 600))
+    assert body is not None and body["kind"] == "split"
+    out = {k: v for k, v in sub.items() if k not in ("farkas", "counting", "z3")}
+    out.update(body)
+    out["digest"] = digest(out)
+    return out
+
+
+def test_a_stage_refuted_by_a_split_is_lifted_case_by_case(tmp_path, t8, cli):
+    """2 chips for 24 layers of vit-small on 8 tiles (no 12-layer stem or head has a plan): the stem's certificate
+    replaced by a case split over an op's implementations is re-proved case by case at every count from 13 to 23
+    layers, and a split that leaves out a case is refused; the solve keeps a split stage certificate as a proof."""
+    from types import SimpleNamespace
+
+    from ipuplan.checker.certificate import check_certificate
+    from ipuplan.formats import digest
+    from ipuplan.model.stage import Stage
+    from ipuplan.pipeline.refute import refuted
+    from ipuplan.solver.solve import SolveResult, Verdict
+    d = tmp_path / "two"
+    r = cli("solve", VIT, "--target", t8, "--batch", "2", "--layers", "24", "--ipus", "2", "-o", d)
+    assert r.code == 1, r.out + r.err
+    cert = json.loads((d / "certificate.json").read_text())
+    assert cert["kind"] == "pipeline-stages" and set(cert["stages"]) == {"stem", "head"}
+    cert["stages"]["stem"] = _as_split(cert["stages"]["stem"], d)
+    cert["digest"] = digest(cert)
+    rep = check_certificate(cert, base=d)
+    assert rep.ok, rep.violations
+    assert any(line.startswith("stem with 12 layers: split:") for line in rep.lines), rep.lines
+    assert "stem: the same rows re-proved with every count from 13 to 23 layers (the most a stem stage holds among " \
+        "2 chips)" in rep.lines, rep.lines
+    short = json.loads(json.dumps(cert))
+    short["stages"]["stem"]["split"]["cases"].pop()
+    short["stages"]["stem"]["digest"] = digest(short["stages"]["stem"])
+    short["digest"] = digest(short)
+    rep = check_certificate(short, base=d)
+    assert not rep.ok and "each once" in rep.violations[0], rep.violations
+
+    def solved(st, body):  # what the partition search keeps of a stage problem: its job's stage and its result
+        return SimpleNamespace(job=SimpleNamespace(stage=st), result=SolveResult(Verdict.INFEASIBLE, None,
+                                                                                certificate=body))
+    kept = refuted({1: solved(Stage.of(0, 12, 24), {"kind": "split", "rows": []}),
+                    2: solved(Stage.of(12, 12, 24), {"kind": "machine"})})
+    assert set(kept) == {"stem"} and kept["stem"].count == 12
+
+
 def test_pipeline_input_errors(tmp_path, cli):
     nolink = tmp_path / "nolink.yaml"
     nolink.write_text(SMALL.read_text().split("\n# Between chips")[0] + "\n")
