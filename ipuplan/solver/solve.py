@@ -258,8 +258,9 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
     res = SolveResult(Verdict.INFEASIBLE, p, core=core, stats=stats, certificate=cert, model_rows=set(rows))
     if cert is None or not cert.get("kind"):
         res.verdict = Verdict.UNKNOWN
-        res.reason = ("CP-SAT found no plan, but no independent proof (counting, Farkas or z3) of its core was found "
-                      "within the effort; not reported as INFEASIBLE")
+        res.reason = ("CP-SAT found no plan, but no independent proof (counting, Farkas, split or z3) "
+                      + ("of its core" if core else "over the tightest rows (its core was not found)")
+                      + " was found within the effort; not reported as INFEASIBLE")
     return res
 
 

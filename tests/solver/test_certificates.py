@@ -262,6 +262,16 @@ def test_without_a_certificate_the_time_limit_still_means_unknown(tmp_path, monk
     assert doc["verdict"] == "UNKNOWN" and "time-limit" in doc["unknown"]["reason"]
 
 
+def test_without_any_proof_the_verdict_is_unknown_and_says_which_proofs_were_sought(tmp_path, monkeypatch):
+    """CP-SAT's INFEASIBLE with no certificate of any kind: UNKNOWN, naming the four proof kinds sought and what
+    they were sought over."""
+    import ipuplan.solver.solve as solve
+    monkeypatch.setattr(solve, "build_certificate", lambda *a, **k: {"kind": None, "rows": []})
+    code, _, doc = _solve_memory_case(tmp_path)
+    assert code == 3 and doc["verdict"] == "UNKNOWN"
+    assert "no independent proof (counting, Farkas, split or z3) of its core" in doc["unknown"]["reason"]
+
+
 def _as_split(c: dict) -> dict:
     """The same instance proved by the builder's case split (each implementation of the first op it tries fixed
     in turn, Farkas weights for each case)."""
