@@ -581,20 +581,30 @@ def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _R
             narrowed[op] = [("impl", op, i)]
         return [rows.row("memory", t, s) for _, _, t, s in _ranked(rows, narrowed, classes, budget)[:SCAN_ROWS]]
 
-    lin = [r.linear() for r in tightest(frozenset())]
+    root = tightest(frozenset())
+    lin = [r.linear() for r in root]
     spread = []
     for op, impls in p.impls.items():
         if len(impls) > 1:
             vals = [[c.get(("impl", op, i), 0) for i in range(len(impls))] for c in lin]
             spread.append((-sum(max(v) - min(v) for v in vals), op, len(impls)))
     spread.sort()
+    # per fixing tried, each implementation's bytes summed over that fixing's tightest rows: below it, the
+    # implementations with the fewest are tried first (the likeliest to escape a proof, so a failing op is given
+    # up after few attempts)
+    weight: dict[frozenset, dict] = {frozenset(): _impl_bytes(root)}
 
     def prove(fixed):
         sel = tightest(fixed)
+        weight[fixed] = _impl_bytes(sel)
         f = farkas(p, sel, system, frozenset(("impl", op, i) for op, i in fixed))
         return None if f is None else ([r for r, w in zip(sel, f[0]) if w > 0], [w for w in f[0] if w > 0], *f[1:])
 
-    found = split.search([(op, n) for _, op, n in spread], prove, lambda: budget.wall_left() <= 0)
+    def order(fixed, op, n):
+        w = weight.get(fixed, {})
+        return sorted(range(n), key=lambda i: (w.get(("impl", op, i), 0), i))
+
+    found = split.search([(op, n) for _, op, n in spread], prove, lambda: budget.wall_left() <= 0, order)
     if found is None:
         return None
     used: dict = {}
@@ -609,6 +619,16 @@ def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _R
 
     return dict(kind="split", rows=[_row_doc(p, r, cheapest(p, r, gs), None) for _, r in used.values()],
                 rows_minimal=False, split=split.to_doc(found, lambda op, i: p.impls[op][i].label, farkas_doc))
+
+
+def _impl_bytes(rows: list[Row]) -> dict:
+    """Each implementation literal's bytes summed over `rows` (tables at their bytes)."""
+    out: dict = {}
+    for r in rows:
+        for k, v in r.linear().items():
+            if k[0] == "impl":
+                out[k] = out.get(k, 0) + v
+    return out
 
 
 def _row_doc(p: Problem, r: Row, low, weight) -> dict:

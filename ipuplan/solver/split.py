@@ -7,7 +7,7 @@ solver/certificate.py), and `ipuplan check` re-proves every case with its own co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, Sequence, Union
 
 MAX_DEPTH = 2  # ops fixed along one path of the split
 MAX_PROOFS = 600  # deterministic cap on the proof attempts of one search
@@ -23,11 +23,17 @@ class Split:
 
 
 def search(ops: list[tuple[str, int]], prove: Callable[[frozenset], object | None],
-           stop: Callable[[], bool]) -> Split | None:
+           stop: Callable[[], bool], order: Callable[[frozenset, str, int], Sequence[int]] | None = None
+           ) -> Split | None:
     """A split whose every case is proven, or None. `ops`: (op, implementation count), in the order to try them;
     `prove(fixed)`: a proof that no plan choosing every (op, implementation) of `fixed` fits, or None; `stop()`:
-    the wall clock ran out. At most MAX_PROOFS calls of `prove`, so the result does not depend on the machine."""
+    the wall clock ran out; `order(fixed, op, n)`: the implementations of `op` in the order to try them below
+    `fixed` (default 0..n-1). An op is given up at its first case too many without a proof, so trying the cases
+    likeliest to escape a proof first gives a failing op up after few attempts (an op kept has every case
+    attempted, whatever the order). At most MAX_PROOFS calls of `prove`, so the result does not depend on the
+    machine."""
     calls = [0]
+    order = order or (lambda fixed, op, n: range(n))
 
     def attempt(fixed: frozenset):
         if calls[0] >= MAX_PROOFS or stop():
@@ -40,10 +46,13 @@ def search(ops: list[tuple[str, int]], prove: Callable[[frozenset], object | Non
         for op, n in (o for o in ops if o[0] not in used):
             # split again only where most cases are proven already: give the op up once that cannot be
             allowed = n // 2 if depth + 1 < MAX_DEPTH else 0
-            cases, open_ = [], []
-            for i in range(n):
-                cases.append(attempt(fixed | {(op, i)}))
-                if cases[-1] is None:
+            tries = list(order(fixed, op, n))
+            if sorted(tries) != list(range(n)):
+                raise ValueError(f"order({op}) is not a permutation of its {n} implementations")
+            cases, open_ = [None] * n, []
+            for i in tries:
+                cases[i] = attempt(fixed | {(op, i)})
+                if cases[i] is None:
                     open_.append(i)
                     if len(open_) > allowed:
                         break

@@ -49,3 +49,30 @@ def test_no_proof_and_the_caps_give_none():
     wide, calls = _prover(lambda f: True)
     assert split.search([("a", split.MAX_PROOFS + 1)], wide, lambda: False) is None
     assert len(calls) == split.MAX_PROOFS
+
+
+def test_the_case_likeliest_to_escape_tried_first_gives_a_failing_op_up_sooner():
+    """Below "a"=1 no case of "b"=2 has a proof: tried in index order "b" costs three attempts before it is given
+    up for "c"; with b's case 2 ordered first, one. The split found is the same."""
+    def refuted(f):
+        return not ({("a", 1)} <= f and ("b", 2) in f) and f != frozenset({("a", 1)})
+    ops = [("a", 3), ("b", 3), ("c", 2)]
+    plain, plain_calls = _prover(refuted)
+    first, first_calls = _prover(refuted)
+    asked = []
+
+    def order(fixed, op, n):
+        asked.append((fixed, op))
+        return [2, 0, 1] if op == "b" else range(n)
+    a = split.search(ops, plain, lambda: False)
+    b = split.search(ops, first, lambda: False, order)
+    assert a == b and b.op == "a" and b.cases[1].op == "c"
+    assert len(plain_calls) == 3 + 3 + 2 and len(first_calls) == 3 + 1 + 2
+    assert (frozenset({("a", 1)}), "b") in asked
+
+
+def test_an_order_that_is_not_a_permutation_is_a_bug_not_a_proof():
+    import pytest
+    prove, _ = _prover(lambda f: True)
+    with pytest.raises(ValueError, match="not a permutation"):
+        split.search([("a", 3)], prove, lambda: False, lambda fixed, op, n: [0, 0, 1])
