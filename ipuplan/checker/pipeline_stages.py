@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from ..formats import digest
 from .plan import CheckReport, load_inputs
-from .rows import check_rows_certificate, prove_rows
+from .rows import PROOFS, check_rows_certificate, prove_rows
 from .validate import Invalid, get, integer
 
 KINDS = ("stem", "middle", "head")
-ROWS = ("counting", "farkas", "z3", "split")  # proofs over named rows, re-provable at other counts
 SAME = ("model", "target", "batch", "layers", "precision", "fuse_qkv", "fp8_scales", "inputs", "options")
 
 
@@ -59,8 +58,8 @@ def check_pipeline_stages(cert: dict, rep: CheckReport, base, z3_rlimit: int) ->
         st = sub.get("stage")
         if not _is_stage(st, kind, layers, most):
             raise Invalid(f"{where}: stage {st!r} is not a {kind} stage of at most {most} layers")
-        if sub.get("kind") not in ROWS:
-            raise Invalid(f"{where}: kind {sub.get('kind')!r}: a stage is refuted by rows ({', '.join(ROWS)})")
+        if sub.get("kind") not in PROOFS:
+            raise Invalid(f"{where}: kind {sub.get('kind')!r}: a stage is refuted by rows ({', '.join(PROOFS)})")
         k = st["count"]
         one = check_rows_certificate(sub, z3_rlimit, base)  # as written: every recorded number re-derived
         rep.lines += [f"{kind} with {k} layers: {line}" for line in one.lines if not line.startswith(("instance", " "))]

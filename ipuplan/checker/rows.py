@@ -18,6 +18,7 @@ from .split import check_split
 from .validate import Invalid, get, one_of
 
 ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
+PROOFS = ("counting", "farkas", "z3", "split")  # proofs over named rows: re-provable on a lifted instance too
 
 
 def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None):
@@ -83,7 +84,7 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
     own catalogue and the rows' recorded numbers are not compared, only re-proved: the rows are named by tile and
     program point, the Farkas weights by row and selection rule."""
     W = "certificate.json"
-    kind = one_of(cert, "kind", W, ("counting", "farkas", "z3", "split"))
+    kind = one_of(cert, "kind", W, PROOFS)
     options = get(cert, "options", W)
     scope = get(cert, "scope", W)
     kind_of_catalogue = catalogue_of(options, W) if isinstance(options, dict) else "grid"
