@@ -67,7 +67,8 @@ def load_certificate(cert: dict, rep: CheckReport, base=None):
 
 
 def check_rows_certificate(cert: dict, z3_rlimit: int, base=None) -> CheckReport:
-    """A counting, Farkas, split or z3 certificate checked as written: format, digest, the instance it names, its rows."""
+    """A counting, Farkas, split or z3 certificate checked as written: format, digest, the instance it names, its
+    rows."""
     rep = CheckReport()
     try:
         loaded = load_certificate(cert, rep, base)
