@@ -7,6 +7,7 @@ certificate.py); the naming of rows and selection rules is the format."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -23,7 +24,7 @@ from .shrink import cpsat_conflicts, shrink
 Z3_RLIMIT_PER_SECOND = 2_000_000  # z3 resource units granted per deterministic second of effort
 
 
-@dataclass
+@dataclass(frozen=True)
 class Row:
     """sum(coef . x) + alloc(sum(tcoef . x)) <= cap, alloc(t) = 0 for t = 0, else t plus the fetch guard rounded
     up to whole region-0 elements (tcoef: the exchange tables of rows that hold them in memory)."""
@@ -36,7 +37,11 @@ class Row:
     tcoef: dict = field(default_factory=dict)
 
     def linear(self) -> dict:
-        """The row with its tables counted at their bytes (a relaxation: alloc(t) >= t)."""
+        """The row with its tables counted at their bytes (a relaxation: alloc(t) >= t); not to be modified."""
+        return self._linear
+
+    @cached_property
+    def _linear(self) -> dict:
         out = dict(self.coef)
         for k, v in self.tcoef.items():
             out[k] = out.get(k, 0) + v
@@ -45,6 +50,9 @@ class Row:
     def name(self, p: Problem) -> str:
         at = f", {p.steps[self.step]}" if self.step is not None else ""
         return f"{self.kind}[tile {self.tile}{at}]"
+
+
+MEMO_ROWS = 2048  # rows kept built at once (a full-size model's row holds about a thousand literals)
 
 
 class Rows:
@@ -60,25 +68,51 @@ class Rows:
         self.X = np.stack([p.vectors[x.tables] for x in p.xcontribs]) if p.xcontribs else None
         self.F = np.stack([p.vectors[x.frags] for x in p.xcontribs]) if p.xcontribs else None
         self.xl = [x.lit for x in p.xcontribs]
+        # literals numbered once, so that a row sums its contributions per literal with numpy
+        ids: dict = {}
+        self.cid = np.array([ids.setdefault(c.lit, len(ids)) for c in p.contribs], np.intp)
+        self.xid = np.array([ids.setdefault(k, len(ids)) for k in self.xl], np.intp)
+        self.lits = list(ids)
+        self._memo: dict = {}
         self.caps = {"memory": a.capacity, "region1": a.region1, "region0": a.region0 - a.support,
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
-    def _add(self, out: dict, lits, vals) -> None:
-        for lit, v in zip(lits, vals):
-            if v:
-                out[lit] = out.get(lit, 0) + int(v)
+    def _add(self, out: dict, ids: np.ndarray, vals: np.ndarray) -> None:
+        """out[literal] += the sum of its non-zero `vals`, literals in the order of their first non-zero value."""
+        nz = np.flatnonzero(vals)
+        if not len(nz):
+            return
+        uniq, first, inv = np.unique(ids[nz], return_index=True, return_inverse=True)
+        sums = np.zeros(len(uniq), np.int64)
+        np.add.at(sums, inv.ravel(), np.asarray(vals)[nz].astype(np.int64))
+        order = np.argsort(first, kind="stable")
+        pairs = zip([self.lits[i] for i in uniq[order].tolist()], sums[order].tolist())
+        if not out:
+            out.update(pairs)
+            return
+        for lit, v in pairs:
+            out[lit] = out.get(lit, 0) + v
 
     def row(self, kind: str, tile: int, step: int | None = None) -> Row:
-        p, coef, tcoef, xl = self.p, {}, {}, self.xl
+        """The row, built once per (kind, tile, step): the split's many fixings rank the same rows again."""
+        key = (kind, tile, step)
+        if key not in self._memo:
+            if len(self._memo) >= MEMO_ROWS:  # bounded: a full-size model's rows are large
+                self._memo.clear()
+            self._memo[key] = self._row(kind, tile, step)
+        return self._memo[key]
+
+    def _row(self, kind: str, tile: int, step: int | None) -> Row:
+        p, coef, tcoef = self.p, {}, {}
         if kind in ("memory", "region1"):
             live = (self.first <= step) & (step <= self.last) & (self.il if kind == "region1" else True)
-            self._add(coef, [p.contribs[i].lit for i in np.flatnonzero(live)], self.D[live, tile])
+            self._add(coef, self.cid[live], self.D[live, tile])
         if self.X is not None and kind == "tables":
-            self._add(coef, xl, self.X[:, tile])
+            self._add(coef, self.xid, self.X[:, tile])
         if self.X is not None and kind in ("memory", "region0") and p.acct.tables_in_memory:
-            self._add(tcoef if p.acct.table_element else coef, xl, self.X[:, tile])
+            self._add(tcoef if p.acct.table_element else coef, self.xid, self.X[:, tile])
         if kind == "fragments" and self.F is not None:
-            self._add(coef, xl, self.F[:, tile])
+            self._add(coef, self.xid, self.F[:, tile])
         return Row(kind, tile, step, coef, self.caps[kind], tcoef)
 
 
@@ -251,21 +285,36 @@ class _RuleSystem:
     inequality and equality matrices."""
 
     def __init__(self, p: Problem, extra=frozenset()):
-        from scipy.sparse import lil_matrix
-
         self.rules = _structure(p)
         self.lits = {k for _, c, _, _ in self.rules for k in c} | set(extra)
         self.col = {k: i for i, k in enumerate(sorted(self.lits, key=repr))}
         self.n = len(self.col) + 1
         ineq = [(c, b) for _, c, b, eq in self.rules if not eq]
         eqs = [(c, b) for _, c, b, eq in self.rules if eq]
-        self.A, self.E = lil_matrix((len(ineq), self.n)), lil_matrix((len(eqs), self.n))
-        for M, sys_ in ((self.A, ineq), (self.E, eqs)):
-            for i, (c, _) in enumerate(sys_):
-                for k, v in c.items():
-                    M[i, self.col[k]] = v
-        self.A, self.E = self.A.tocsr(), self.E.tocsr()
+        self.A = _csr([c for c, _ in ineq], self.col, self.n)
+        self.E = _csr([c for c, _ in eqs], self.col, self.n)
         self.b_ub, self.b_eq = [b for _, b in ineq], [b for _, b in eqs]
+
+
+def _csr(coefs: list[dict], col: dict, n: int, last: float | None = None):
+    """Rows {literal: coefficient} as a CSR matrix over `col`'s columns (indices sorted); `last`, when given, is
+    every row's coefficient in column n-1 (the elastic variable)."""
+    from scipy.sparse import csr_matrix
+
+    ri, ci, vs = [], [], []
+    for i, c in enumerate(coefs):
+        ri += [i] * len(c)
+        ci += [col[k] for k in c]
+        vs += list(c.values())
+        if last is not None:
+            ri.append(i)
+            ci.append(n - 1)
+            vs.append(last)
+    m = csr_matrix((np.array(vs, np.float64), (np.array(ri, np.intp), np.array(ci, np.intp))), shape=(len(coefs), n))
+    m.sum_duplicates()
+    m.eliminate_zeros()
+    m.sort_indices()
+    return m
 
 
 def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None, fixed: frozenset = frozenset()):
@@ -274,19 +323,14 @@ def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None, fixed
     the rules prebuilt (rebuilt here when the rows name a literal outside them). `fixed`: literals chosen (a
     case of a split certificate), held at 1 in the relaxation and in the exact margin."""
     from scipy.optimize import linprog
-    from scipy.sparse import lil_matrix, vstack
+    from scipy.sparse import vstack
 
     lin = [r.linear() for r in rows]
     extra = {k for c in lin for k in c}
     if system is None or not extra <= system.lits:
         system = _RuleSystem(p, extra)
     rules, col, n = system.rules, system.col, system.n
-    R = lil_matrix((len(rows), n))
-    for i, c in enumerate(lin):
-        for k, v in c.items():
-            R[i, col[k]] = v
-        R[i, n - 1] = -1
-    A, E = vstack([R.tocsr(), system.A], format="csr"), system.E
+    A, E = vstack([_csr(lin, col, n, last=-1.0), system.A], format="csr"), system.E
     b_ub, b_eq = [r.cap for r in rows] + system.b_ub, system.b_eq
     obj = np.zeros(n)
     obj[-1] = 1

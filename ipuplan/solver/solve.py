@@ -227,10 +227,19 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
                 ) -> SolveResult:
     """Core, certificate from it, then (with explain) the minimal core, its certificate and the deficit."""
     t0 = time.perf_counter()
-    core, cctx = infeasible_core(p, classes, opts, budget.share(0.3), rows, budget)
-    stats["core_seconds"] = round(time.perf_counter() - t0, 3)
-    # without a core (its re-solve under assumptions did not finish) the certificate scans the tightest rows
-    cert = build_certificate(p, classes, core, budget.share(0.5), budget)
+    try:
+        core, cctx = infeasible_core(p, classes, opts, budget.share(0.3), rows, budget)
+        stats["core_seconds"] = round(time.perf_counter() - t0, 3)
+        # without a core (its re-solve under assumptions did not finish) the certificate scans the tightest rows
+        cert = build_certificate(p, classes, core, budget.share(0.5), budget)
+    except WallClockExpired:
+        # CP-SAT's refutation is kept in the stats, but without an independent proof it is not a verdict
+        stats["deterministic_time"] = round(budget.spent, 3)
+        if report:
+            report("the time limit ran out while looking for a certificate")
+        return SolveResult(Verdict.UNKNOWN, p, stats=stats, model_rows=set(rows), reason=(
+            f"CP-SAT found no plan, but the --time-limit of {opts.time_limit:g} s ran out before an independent "
+            "proof (counting, Farkas, split or z3) was found; not reported as INFEASIBLE"))
     if cert is not None and report:
         report(f"certificate: {cert['kind'] or 'none found'} over {len(cert['rows'])} rows")
     try:

@@ -262,6 +262,17 @@ def test_without_a_certificate_the_time_limit_still_means_unknown(tmp_path, monk
     assert doc["verdict"] == "UNKNOWN" and "time-limit" in doc["unknown"]["reason"]
 
 
+def test_the_time_limit_while_seeking_a_proof_keeps_cpsats_refutation_in_the_stats(tmp_path, monkeypatch):
+    """The wall clock runs out after CP-SAT refuted the model, while the core is re-solved: UNKNOWN (nothing is
+    proven), and verdict.json still says that CP-SAT found no plan, with the solver's status."""
+    import ipuplan.solver.solve as solve
+    monkeypatch.setattr(solve, "infeasible_core", _out_of_wall)
+    code, _, doc = _solve_memory_case(tmp_path)
+    assert code == 3 and doc["verdict"] == "UNKNOWN"
+    assert "CP-SAT found no plan, but the --time-limit of 600 s ran out" in doc["unknown"]["reason"]
+    assert doc["solver"]["status"] == "INFEASIBLE", doc["solver"]
+
+
 def test_without_any_proof_the_verdict_is_unknown_and_says_which_proofs_were_sought(tmp_path, monkeypatch):
     """CP-SAT's INFEASIBLE with no certificate of any kind: UNKNOWN, naming the four proof kinds sought and what
     they were sought over."""

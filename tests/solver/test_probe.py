@@ -175,7 +175,7 @@ from ipuplan.solver.solve import SolveOptions, solve
 from ipuplan.target import load_target
 g = build_graph(load_model("models/siglip.yaml"), 7, Stage.of(21, 6, 27))
 r = solve(g, load_target("targets/c600.yaml"), SolveOptions(batch=7, headroom=16384, slack_effort=0, effort=20,
-                                                             explain=False, time_limit=40))
+                                                             explain=False, time_limit=50))
 print("VERDICT", r.verdict.value, r.stats.get("probe"))
 """
 
@@ -186,7 +186,7 @@ def test_a_model_max_lp_refutes_on_loading_does_not_abort_the_process():
     process (CHECK `heuristics.fixed_search != nullptr`) when its max_lp subsolver proves the model infeasible while
     loading it, which the default one-worker configuration does not within its effort. The precheck runs one worker
     with max_lp's relaxation first, so the solve answers (CP-SAT's INFEASIBLE, here without a certificate of its
-    own: UNKNOWN, once the 40-s guard stops the search for one) instead of the process dying."""
+    own: UNKNOWN, once the 50-s guard stops the search for one) instead of the process dying."""
     import subprocess
     import sys
     p = subprocess.run([sys.executable, "-c", REFUTED_BY_MAX_LP], cwd=ROOT, capture_output=True, text=True)
