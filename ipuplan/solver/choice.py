@@ -22,7 +22,8 @@ def add_choice(ctx: ModelCtx) -> None:
         m.AddExactlyOne([ctx.x[("impl", op, i)] for i in range(len(impls))]).OnlyEnforceIf(g)
         ctx.constraints += 1
     for ei, e in enumerate(p.edges):
-        g = ctx.guard(f"choice[edge {e.buf} -> {e.consumer}]", "choice", ("edge", ei))
+        # an input index: a consumer may read one buffer at two inputs (attention reads K and V of one kv)
+        g = ctx.guard(f"choice[edge {e.buf} -> {e.consumer}[{e.index}]]", "choice", ("edge", ei))
         for pr in e.pairs:
             ctx.x[pr.lit] = m.NewBoolVar(f"z[{e.buf}->{e.consumer}:{pr.src},{pr.dst},{pr.mode}]")
         for a in range(len(e.src_layouts)):

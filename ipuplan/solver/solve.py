@@ -31,6 +31,7 @@ from .classes import tile_classes, tile_ranges
 from .explain import elastic_explanation, minimize_core
 from .probe import probe
 from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
+from .shrink import CORE_LINEARIZATION
 from .model import Guard, ModelCtx
 from .objective import objective_expr, objective_value
 from .problem import Problem, build_problem
@@ -274,14 +275,16 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
 
 
 def infeasible_core(p: Problem, classes, opts: SolveOptions, sub: Budget, rows: set = frozenset(),
-                    parent: Budget | None = None):
+                    parent: Budget | None = None, linearization: int = CORE_LINEARIZATION):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
-    the exact tile rows the solving model had gained (they may be what makes it infeasible)."""
+    the exact tile rows the solving model had gained (they may be what makes it infeasible). `linearization`:
+    CP-SAT's linearization level (bench/core_relaxation.py compares them)."""
     ctx = build_model(p, classes, objective=False)
     _same_rows(ctx, rows)
     ctx.m.AddAssumptions([g for g, _ in ctx.guards])
     solver = cp_model.CpSolver()
     sub.cpsat(solver, 1, opts.seed)
+    solver.parameters.linearization_level = linearization
     status = run_cpsat(solver, ctx.m)
     sub.spend(solver.deterministic_time)
     if parent is not None:

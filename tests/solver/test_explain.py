@@ -22,6 +22,24 @@ def _status(ctx, assumptions, seconds):
     return s.Solve(ctx.m)
 
 
+def test_every_guard_has_its_own_name(tmp_path):
+    """A core names its constraints: two guards of one name (attention reads K and V of one kv buffer, two
+    edges) would be one line of an explanation for two constraints."""
+    from collections import Counter
+
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.solver.solve import build_model
+    from ipuplan.target import load_target
+    p = build_problem(build_graph(load_model(MODELS / "vit-small.yaml"), 4), load_target(_target(tmp_path, 16)), 4)
+    ctx = build_model(p, tile_classes([p.vectors[i] for i in sorted({c.vec for c in p.contribs})], 16),
+                      objective=False)
+    assert sum(e.buf == "head.kv" and e.consumer == "head.attn" for e in p.edges) == 2, "the case has two such edges"
+    names = Counter(info.name for _, info in ctx.guards)
+    assert [n for n, k in names.items() if k > 1] == []
+
+
 def test_minimal_core_every_member_necessary(tmp_path):
     """Removing any member of the reported core leaves a feasible sub-problem."""
     from ipuplan.model import build_graph, load_model

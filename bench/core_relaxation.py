@@ -1,0 +1,91 @@
+"""The infeasible core's re-solve at CP-SAT's default linearization and at max_lp's (level 2), in one run.
+
+Usage: python bench/core_relaxation.py [--effort 36] [--wall 600] [--full] [--levels 1,2]
+Each case is a model CP-SAT refutes; `infeasible_core` (ipuplan/solver/solve.py) re-solves it with every guard an
+assumption, one worker, as the solve does after a refutation (without the rows the refuting model had gained).
+Level 1 is CP-SAT's default. --effort is the deterministic seconds each re-solve may spend (the solve gives
+it 0.3 of what is left of --effort: 36 at the default 120). --full adds the full-size cases (SigLIP So400m/14
+b9 and pe-small b72, both UNKNOWN for want of a core). Prints a markdown table: status, deterministic and wall
+seconds, the core's size against the guards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _target(tiles: int, base: str = "targets/c600.yaml", count: str = "tiles: 1472") -> Path:
+    text = (ROOT / base).read_text().replace(count, f"tiles: {tiles}", 1)
+    p = Path("/tmp") / f"core-relaxation-t{tiles}.yaml"
+    p.write_text(text)
+    return p
+
+
+def _cases(full: bool):
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model.stage import Stage
+    # (name, model, batch, target, headroom, catalogue, stage)
+    yield ("vit-small b1, 8 tiles, 400,000 B held back", "models/vit-small.yaml", 1,
+           _target(8, "targets/small64.yaml", "tiles: 64 "), 400_000, Catalogue.SHAPED, None)
+    yield ("vit-small b4, 16 tiles, 520,000 B held back", "models/vit-small.yaml", 4, _target(16), 520_000,
+           Catalogue.SHAPED, None)
+    yield ("vit-small b4, 16 tiles, 520,000 B held back, grid", "models/vit-small.yaml", 4, _target(16), 520_000,
+           Catalogue.GRID, None)
+    yield ("SigLIP b7, last 6 layers and head, 16 KiB held back", "models/siglip.yaml", 7,
+           ROOT / "targets/c600.yaml", 16_384, Catalogue.SHAPED, Stage.of(21, 6, 27))
+    if full:
+        yield ("pe-small b72, shaped", "models/pe-small.yaml", 72, ROOT / "targets/c600.yaml", 0,
+               Catalogue.SHAPED, None)
+        yield ("SigLIP So400m/14 b9, compact", "models/siglip.yaml", 9, ROOT / "targets/c600.yaml", 0,
+               Catalogue.COMPACT, None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--effort", type=float, default=36.0)
+    ap.add_argument("--wall", type=float, default=600.0)
+    ap.add_argument("--full", action="store_true")
+    ap.add_argument("--levels", default="1,2")
+    a = ap.parse_args()
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.budget import Budget, WallClockExpired
+    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.solver.rounds import build_model
+    from ipuplan.solver.solve import SolveOptions, infeasible_core
+    from ipuplan.target import load_target
+
+    levels = [int(x) for x in a.levels.split(",")]
+    print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+          f"effort {a.effort:g} per re-solve, wall {a.wall:g} s\n")
+    print("| case | linearization | status | deterministic s | wall s | core / guards |")
+    print("|---|---:|---|---:|---:|---:|")
+    for name, model, batch, target, headroom, cat, stage in _cases(a.full):
+        g = build_graph(load_model(ROOT / model), batch, stage) if stage else build_graph(load_model(ROOT / model),
+                                                                                          batch)
+        p = build_problem(g, load_target(target), batch, headroom=headroom, catalogue=cat)
+        classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+        guards = len(build_model(p, classes, objective=False).guards)
+        for lvl in levels:
+            sub = Budget.start(a.effort, a.wall)
+            t0 = time.perf_counter()
+            try:
+                core, ctx = infeasible_core(p, classes, SolveOptions(batch=batch, catalogue=cat), sub,
+                                            linearization=lvl)
+                status = "core" if ctx is not None else "no answer within the effort"
+            except WallClockExpired:
+                core, status = [], f"no answer within {a.wall:g} s"
+            wall = time.perf_counter() - t0
+            shown = f"{lvl} (default)" if lvl == 1 else str(lvl)
+            print(f"| {name} | {shown} | {status} | {sub.spent:.2f} | {wall:.1f} | "
+                  f"{len(core) if core else '–'} / {guards} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
