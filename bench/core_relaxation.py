@@ -14,16 +14,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = Path(tempfile.mkdtemp(prefix="core-relaxation-"))
 
 
 def _target(tiles: int, base: str = "targets/c600.yaml", count: str = "tiles: 1472") -> Path:
-    text = (ROOT / base).read_text().replace(count, f"tiles: {tiles}", 1)
-    p = Path("/tmp") / f"core-relaxation-t{tiles}.yaml"
-    p.write_text(text)
+    """`base` with another tile count (every other machine fact unchanged)."""
+    p = SCRATCH / f"t{tiles}.yaml"
+    p.write_text((ROOT / base).read_text().replace(count, f"tiles: {tiles}", 1))
     return p
 
 
@@ -67,8 +69,8 @@ def main() -> None:
     print("| case | linearization | status | deterministic s | wall s | core / guards |")
     print("|---|---:|---|---:|---:|---:|")
     for name, model, batch, target, headroom, cat, stage in _cases(a.full):
-        g = build_graph(load_model(ROOT / model), batch, stage) if stage else build_graph(load_model(ROOT / model),
-                                                                                          batch)
+        m = load_model(ROOT / model)
+        g = build_graph(m, batch, stage) if stage else build_graph(m, batch)
         p = build_problem(g, load_target(target), batch, headroom=headroom, catalogue=cat)
         classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
         guards = len(build_model(p, classes, objective=False).guards)

@@ -8,6 +8,13 @@ import time
 from dataclasses import dataclass, field
 
 
+# CP-SAT's linearization level of its max_lp subsolver, the strongest linear relaxation: the precheck and the
+# solves under assumptions (cores and their minimization) run one worker at it. A core of vit-small b1 on 8 tiles
+# with 400,000 B held back: 0.23 deterministic seconds and 16 guards at it, 16.2 and 154 at the default level 1
+# (bench/core_relaxation.py)
+MAX_LP_LINEARIZATION = 2
+
+
 class WallClockExpired(Exception):
     """The --time-limit ran out before the answer was finished."""
 

@@ -180,7 +180,7 @@ def farkas(p: Problem, rows: list[Row], system: _RuleSystem | None = None, fixed
     from scipy.optimize import linprog
     from scipy.sparse import vstack
 
-    lin = [r.linear() for r in rows]
+    lin = [r.linear for r in rows]
     extra = {k for c in lin for k in c}
     if system is None or not extra <= system.lits:
         system = _RuleSystem(p, extra)
@@ -235,7 +235,7 @@ def _exact_margin(rows: list[Row], weights, rules, mult, fixed=frozenset()) -> F
     c: dict = {}
     d = Fraction(0)
     for r, w in zip(rows, weights):
-        for k, v in r.linear().items():
+        for k, v in r.linear.items():
             c[k] = c.get(k, 0) + w * v
         d += w * r.cap
     for name, coefs, rhs, _ in rules:
@@ -493,7 +493,7 @@ def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _R
         return [rows.row("memory", t, s) for _, _, t, s in _ranked(rows, narrowed, classes, budget)[:SCAN_ROWS]]
 
     root = tightest(frozenset())
-    lin = [r.linear() for r in root]
+    lin = [r.linear for r in root]
     spread = []
     for op, impls in p.impls.items():
         if len(impls) > 1:
@@ -536,7 +536,7 @@ def _impl_bytes(rows: list[Row]) -> dict:
     """Each implementation literal's bytes summed over `rows` (tables at their bytes)."""
     out: dict = {}
     for r in rows:
-        for k, v in r.linear().items():
+        for k, v in r.linear.items():
             if k[0] == "impl":
                 out[k] = out.get(k, 0) + v
     return out

@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 
 from ..cpsat import run as run_cpsat
 from ..layout import MemClass
-from .budget import Budget
+from .budget import MAX_LP_LINEARIZATION, Budget
 from .choice import add_choice
 from .exchange.tables import add_exchange, missing_rows
 from .memory import add_liveness, add_placement_cuts, add_regions
@@ -75,7 +75,7 @@ def refuted_on_loading(ctx: ModelCtx, opts: SolveOptions, budget: Budget):
     one = budget.share(1.0)
     one.effort = min(one.effort, PRECHECK)
     one.cpsat(solver, 1, opts.seed)
-    solver.parameters.linearization_level = 2
+    solver.parameters.linearization_level = MAX_LP_LINEARIZATION
     solver.parameters.max_number_of_conflicts = PRECHECK_CONFLICTS
     status = run_cpsat(solver, ctx.m)
     one.spend(solver.deterministic_time)

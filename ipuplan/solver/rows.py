@@ -23,12 +23,9 @@ class Row:
     cap: int
     tcoef: dict = field(default_factory=dict)
 
-    def linear(self) -> dict:
-        """The row with its tables counted at their bytes (a relaxation: alloc(t) >= t); not to be modified."""
-        return self._linear
-
     @cached_property
-    def _linear(self) -> dict:
+    def linear(self) -> dict:
+        """The row with its tables counted at their bytes (a relaxation: alloc(t) >= t); shared, not to be modified."""
         out = dict(self.coef)
         for k, v in self.tcoef.items():
             out[k] = out.get(k, 0) + v

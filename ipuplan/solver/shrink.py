@@ -5,13 +5,9 @@ from __future__ import annotations
 from typing import Callable, TypeVar
 
 from ..cpsat import run as run_cpsat
+from .budget import MAX_LP_LINEARIZATION
 
 T = TypeVar("T")
-
-# CP-SAT's linear relaxation for the solves under assumptions (cores and their minimization): with max_lp's
-# (level 2), vit-small b1 on 8 tiles with 400,000 B held back is refuted in 0.23 deterministic seconds with a
-# core of 16 guards; at the default level, 16.2 with 154
-CORE_LINEARIZATION = 2
 
 
 def shrink(keep: list[T], conflicts: Callable[[list[T]], list[T] | bool | None],
@@ -53,7 +49,7 @@ def cpsat_conflicts(m, lit_of: dict, budget):
         m.AddAssumptions([lit_of[k] for k in subset])
         s = cp_model.CpSolver()
         budget.cpsat(s, 1, 0)
-        s.parameters.linearization_level = CORE_LINEARIZATION
+        s.parameters.linearization_level = MAX_LP_LINEARIZATION
         st = run_cpsat(s, m)
         budget.spend(s.deterministic_time)
         if st == cp_model.INFEASIBLE:

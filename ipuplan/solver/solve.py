@@ -25,13 +25,12 @@ from ..ir.graph import Graph
 from ..layout import MemClass
 from ..plan import peak, region_usage
 from ..target import Target
-from .budget import Budget, WallClockExpired
+from .budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired
 from .certificate import build_certificate, choice_record
 from .classes import tile_classes, tile_ranges
 from .explain import elastic_explanation, minimize_core
 from .probe import probe
 from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
-from .shrink import CORE_LINEARIZATION
 from .model import Guard, ModelCtx
 from .objective import objective_expr, objective_value
 from .problem import Problem, build_problem
@@ -275,7 +274,7 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
 
 
 def infeasible_core(p: Problem, classes, opts: SolveOptions, sub: Budget, rows: set = frozenset(),
-                    parent: Budget | None = None, linearization: int = CORE_LINEARIZATION):
+                    parent: Budget | None = None, linearization: int = MAX_LP_LINEARIZATION):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
     the exact tile rows the solving model had gained (they may be what makes it infeasible). `linearization`:
     CP-SAT's linearization level (bench/core_relaxation.py compares them)."""
