@@ -3,6 +3,7 @@ contributors in bytes on its worst tile, the deficit, and the cheapest alternati
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import numpy as np
@@ -12,6 +13,10 @@ from .model import Guard, ModelCtx
 from .problem import Problem
 from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
 from .shrink import cpsat_conflicts, shrink
+
+QUICK = 2.0  # deterministic seconds for one worker before the interleaved workers: a small problem's least overflow
+# is proven optimal within it (1.6 at most, bench/explain_workers.py), where two workers take 2-4 times as long;
+# a full-size one needs the interleaved workers' heuristics (one worker alone overflowed 17.8 MB, two 158 KB)
 
 
 def minimize_core(ctx: ModelCtx, core: list[Guard], sub, parent=None) -> tuple[list[Guard], bool]:
@@ -38,6 +43,21 @@ def _bytes_at(p: Problem, tile: int, step: int, tables_in_memory: bool) -> dict[
     return out
 
 
+def _least_overflow(ctx: ModelCtx, opts, sub):
+    """solve_rounds on the elastic model: one worker for at most QUICK deterministic seconds, kept if it proves its
+    plan optimal; else the configured workers on the rest (the rows the first added stay: each is a true row)."""
+    first = 0
+    if opts.workers > 1:
+        quick = sub.share(1.0)
+        quick.effort = min(quick.effort, QUICK)
+        status, solver, first, added = solve_rounds(ctx, dataclasses.replace(opts, workers=1), None, quick, "overflow")
+        sub.spend(quick.spent)
+        if status == cp_model.OPTIMAL and not added:
+            return status, solver, first, added
+    status, solver, rounds, added = solve_rounds(ctx, opts, None, sub, "overflow")
+    return status, solver, first + rounds, added
+
+
 def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
     """The plan that overflows least: every capacity gets a slack, their sum is minimized. Its exact
     overflow on the worst tile is the deficit; its contributors there, and each choice's cheapest
@@ -46,7 +66,7 @@ def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
     from ..layout import MemClass
 
     ctx = build_model(p, classes, objective=False, elastic=True)
-    status, solver, rounds, added = solve_rounds(ctx, opts, None, sub, "overflow")
+    status, solver, rounds, added = _least_overflow(ctx, opts, sub)
     if parent is not None:
         parent.spend(sub.spent)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -62,6 +62,11 @@ class ModelCtx:
         keys = list(terms)
         return cp_model.LinearExpr.WeightedSum([self.lit(k) for k in keys], [terms[k] for k in keys])
 
+    @staticmethod
+    def weighted_sum(lits: list, coeffs: list[int]):
+        """sum(bytes * literal) of literals already looked up (a row built from arrays)."""
+        return cp_model.LinearExpr.WeightedSum(lits, coeffs)
+
     @property
     def most_tables(self) -> int:
         """More exchange-table bytes than any selection can put on one tile: a domain bound that is never a

@@ -38,10 +38,15 @@ def _matrix(ctx: ModelCtx, which: str) -> np.ndarray:
 
 
 def _terms(ctx: ModelCtx, row: np.ndarray) -> dict[tuple, int]:
-    terms: dict[tuple, int] = defaultdict(int)
-    for j in np.flatnonzero(row):
-        terms[ctx.p.xcontribs[j].lit] += int(row[j])
-    return terms
+    """{literal: the row's bytes summed over that literal's exchanges}, literals in order of first appearance."""
+    nz = np.flatnonzero(row)
+    if not nz.size:
+        return {}
+    lits, lit_id = ctx.xmat["lits"]
+    ids, at, inverse = np.unique(lit_id[nz], return_index=True, return_inverse=True)
+    sums = np.zeros(len(ids), np.int64)
+    np.add.at(sums, inverse.ravel(), row[nz])
+    return {lits[ids[i]]: int(sums[i]) for i in np.argsort(at, kind="stable")}
 
 
 def _worst(terms: dict[tuple, int]) -> int:
@@ -88,7 +93,10 @@ def add_budget_row(ctx: ModelCtx, tile: int) -> bool:
 
 def add_exchange(ctx: ModelCtx) -> None:
     m, a = ctx.m, ctx.p.acct
-    ctx.xmat = {"tables": _matrix(ctx, "tables"), "frags": _matrix(ctx, "frags")}
+    lits = list(dict.fromkeys(x.lit for x in ctx.p.xcontribs))
+    index = {k: i for i, k in enumerate(lits)}
+    ctx.xmat = {"tables": _matrix(ctx, "tables"), "frags": _matrix(ctx, "frags"),
+                "lits": (lits, np.array([index[x.lit] for x in ctx.p.xcontribs], np.int64))}
     big = ctx.most_tables
     for c in ctx.classes:
         x = m.NewIntVar(0, big, f"tables[{c.index}]")

@@ -28,7 +28,7 @@ def _group(lit: tuple) -> tuple:
 
 
 def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
-    """Yield (class, step, {literal: bytes on the class's tile}, {literal: bytes of the whole-program
+    """Yield (class, step, (literals, bytes on the class's tile), {literal: bytes of the whole-program
     contributions}, largest possible sum) for every class and step whose largest possible sum (one literal per
     exclusive group) exceeds `threshold`, leaving out a step whose every coefficient is <= those of another
     kept step of the same class (it is implied). The second mapping is the same in every row of a class."""
@@ -50,30 +50,50 @@ def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
     V = np.stack([p.vectors[cb.vec][reps] for cb in cbs]).astype(np.int64)  # [contribs, classes]
     P = np.zeros((len(lits), len(reps)), np.int64)  # whole-program bytes of each literal on each class
     np.add.at(P, L[whole], V[whole])
-    S = np.zeros((steps, len(lits), len(reps)), np.int64)  # the rest, per step
-    for t in range(steps):
-        live = (first <= t) & (t <= last) & ~whole
-        np.add.at(S[t], L[live], V[live])
-    G = np.zeros((steps, len(groups), len(reps)), np.int64)
-    for t in range(steps):
-        np.maximum.at(G[t], grp, S[t] + P)
-    top = G.sum(1)  # [steps, classes]
+    var = np.empty(len(lits), object)
+    var[:] = [ctx.lit(k) for k in lits]
+    part = np.flatnonzero(~whole)
+    Vt = np.ascontiguousarray(V[part].T)  # [classes, step-bounded contributions]
+    bounded = L[part], first[part], last[part]
     for ci, c in enumerate(ctx.classes):
-        rows = np.flatnonzero(top[:, ci] > threshold)
+        S, cols = _class_steps(Vt[ci], *bounded, P[:, ci], steps)
+        # the largest possible sum at each step: one literal per exclusive group, whole-program bytes included
+        g = grp[cols]
+        perm = np.argsort(g, kind="stable")
+        starts = np.flatnonzero(np.r_[True, np.diff(g[perm]) != 0])
+        top = np.maximum(np.maximum.reduceat((S + P[cols, ci])[:, perm], starts, axis=1), 0).sum(1) \
+            if len(cols) else np.zeros(steps, np.int64)
+        rows = np.flatnonzero(top > threshold)
         if not len(rows):
             continue
-        M = S[rows, :, ci]  # [rows, lits]
+        M = S[rows]  # [rows, the class's literals]
         order = np.argsort(-M.sum(1), kind="stable")
+        K = np.empty_like(M)  # the kept rows so far
         kept: list[int] = []
         for a in order:
-            if kept and (M[kept] >= M[a]).all(1).any():
+            if kept and (K[:len(kept)] >= M[a]).all(1).any():
                 continue
+            K[len(kept)] = M[a]
             kept.append(int(a))
         pz = np.flatnonzero(P[:, ci])
         prog = {lits[i]: int(P[i, ci]) for i in pz}
         for a in sorted(kept):
             nz = np.flatnonzero(M[a])
-            yield c, int(rows[a]), {lits[i]: int(M[a, i]) for i in nz}, prog, int(top[rows[a], ci])
+            yield c, int(rows[a]), (var[cols[nz]].tolist(), M[a, nz].tolist()), prog, int(top[rows[a]])
+
+
+def _class_steps(v: np.ndarray, L: np.ndarray, first: np.ndarray, last: np.ndarray, prog: np.ndarray,
+                 steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """([steps, literals] step-bounded bytes of one class per literal, those literals' indices, ascending):
+    every literal with bytes on the class, step-bounded or whole-program; each contribution is live over one
+    interval, so a difference array summed over the steps."""
+    on = np.flatnonzero(v)
+    cols = np.union1d(L[on], np.flatnonzero(prog))
+    at = np.searchsorted(cols, L[on])
+    D = np.zeros((steps + 1, len(cols)), np.int64)
+    np.add.at(D, (first[on], at), v[on])
+    np.add.at(D, (last[on] + 1, at), -v[on])
+    return np.cumsum(D[:steps], axis=0), cols
 
 
 def add_liveness(ctx: ModelCtx) -> None:
@@ -85,7 +105,7 @@ def add_liveness(ctx: ModelCtx) -> None:
         g = ctx.guard(f"memory[point={p.steps[t]}, {c.name}]", "liveness", ("total", t, c.index))
         tables = ctx.table_alloc(c.index, ctx.tables[c.index]) if a.tables_in_memory else 0
         resident = ctx.resident(("total", c.index), prog)
-        m.Add(ctx.weighted(terms) + resident + tables + ctx.kept_free() <= cap + ctx.over("memory")).OnlyEnforceIf(g)
+        m.Add(ctx.weighted_sum(*terms) + resident + tables + ctx.kept_free() <= cap + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
 
 

@@ -35,5 +35,5 @@ def add_regions(ctx: ModelCtx) -> None:
     for c, t, terms, prog, top in live_rows(ctx, MemClass.INTERLEAVED, a.region1 - reach):
         g = ctx.guard(f"region1[interleaved, point={p.steps[t]}, {c.describe()}]", "regions", ("il", t, c.index))
         resident = ctx.resident(("il", c.index), prog)
-        m.Add(ctx.weighted(terms) + resident + ctx.kept_free() <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
+        m.Add(ctx.weighted_sum(*terms) + resident + ctx.kept_free() <= a.region1 + ctx.over("memory")).OnlyEnforceIf(g)
         ctx.constraints += 1
