@@ -396,7 +396,8 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
         body.update(kind="counting", rows=[_row_doc(p, cand[best], low[best], 1)], rows_minimal=True)
         return body
     # a core small enough to be quick to find may leave out the row that proves it by counting, the plainest proof
-    if (counted := _counting(p, rows, gs, _ranked(rows, gs, classes, budget))) is not None:
+    ranked = _ranked(rows, gs, classes, budget)
+    if (counted := _counting(p, rows, gs, ranked)) is not None:
         body.update(counted)
         return body
 
@@ -414,7 +415,7 @@ def _certificate(p: Problem, classes, core: list[Guard], budget: Budget) -> dict
     elif found and (proof := z3_core(p, sub, budget, shrink_rows=not minimal)):
         body.update(kind="z3", rows=[_row_doc(p, sub[i], low[need[i]], None) for i in proof[0]],
                     rows_minimal=minimal or proof[1])
-    elif (cases := _split_proof(p, classes, rows, gs, budget)) is not None:
+    elif (cases := _split_proof(p, classes, rows, gs, budget, ranked=ranked)) is not None:
         body.update(cases)
     else:
         body.update(kind=None, rows=[_row_doc(p, r, lw, None) for r, lw in zip(cand, low)], rows_minimal=False)
@@ -445,7 +446,7 @@ def _scanned(p: Problem, classes, rows: Rows, gs, budget: Budget, body: dict) ->
             body.update(kind="farkas", rows=[_row_doc(p, r, low, weights[0])], rows_minimal=True,
                         farkas=_farkas_fields(mult, margin))
             return body
-    cases = _split_proof(p, classes, rows, gs, budget, system)
+    cases = _split_proof(p, classes, rows, gs, budget, system, ranked)
     body.update(cases if cases is not None else dict(kind=None, rows=[], rows_minimal=False))
     return body
 
@@ -478,19 +479,21 @@ def _farkas_fields(mult: dict, margin: Fraction) -> dict:
             "margin_float": float(margin)}
 
 
-def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _RuleSystem | None = None
-                 ) -> dict | None:
+def _split_proof(p: Problem, classes, rows: Rows, gs, budget: Budget, system: _RuleSystem | None = None,
+                 ranked: list | None = None) -> dict | None:
     """A case split (solver/split.py) whose every case has Farkas weights with its implementations fixed, over
     the SCAN_ROWS memory rows whose counting bound, those implementations fixed, comes closest to capacity; as
     certificate fields (kind "split"; its rows those with a positive weight in some case), or None. Ops are tried
-    in order of their spread: the bytes by which their implementations differ, summed over the tightest rows."""
+    in order of their spread: the bytes by which their implementations differ, summed over the tightest rows.
+    `ranked`: `_ranked` of the unfixed groups, when the caller has it already."""
     system = system or _RuleSystem(p)
 
     def tightest(fixed: frozenset) -> list[Row]:
         narrowed = dict(gs)
         for op, i in fixed:
             narrowed[op] = [("impl", op, i)]
-        return [rows.row("memory", t, s) for _, _, t, s in _ranked(rows, narrowed, classes, budget)[:SCAN_ROWS]]
+        top = ranked if not fixed and ranked is not None else _ranked(rows, narrowed, classes, budget)
+        return [rows.row("memory", t, s) for _, _, t, s in top[:SCAN_ROWS]]
 
     root = tightest(frozenset())
     lin = [r.linear for r in root]

@@ -60,7 +60,7 @@ class ModelCtx:
     def weighted(self, terms: dict[tuple, int]):
         """sum(bytes * literal) as one linear expression (fast to build)."""
         keys = list(terms)
-        return cp_model.LinearExpr.WeightedSum([self.lit(k) for k in keys], [terms[k] for k in keys])
+        return self.weighted_sum([self.lit(k) for k in keys], [terms[k] for k in keys])
 
     @staticmethod
     def weighted_sum(lits: list, coeffs: list[int]):

@@ -11,6 +11,19 @@ import numpy as np
 from .problem import Problem
 
 
+def literal_sums(lits: list, ids: np.ndarray, vals: np.ndarray) -> list[tuple]:
+    """(literal, the sum of its non-zero `vals`) with `ids[j]` numbering the literal of `vals[j]` in `lits`, literals in
+    the order of their first non-zero value."""
+    nz = np.flatnonzero(vals)
+    if not len(nz):
+        return []
+    uniq, first, inv = np.unique(ids[nz], return_index=True, return_inverse=True)
+    sums = np.zeros(len(uniq), np.int64)
+    np.add.at(sums, inv.ravel(), np.asarray(vals)[nz].astype(np.int64))
+    order = np.argsort(first, kind="stable")
+    return list(zip([lits[i] for i in uniq[order].tolist()], sums[order].tolist()))
+
+
 @dataclass(frozen=True)
 class Row:
     """sum(coef . x) + alloc(sum(tcoef . x)) <= cap, alloc(t) = 0 for t = 0, else t plus the fetch guard rounded
@@ -62,15 +75,8 @@ class Rows:
                      "tables": a.table_budget, "fragments": a.fragment_limit}
 
     def _add(self, out: dict, ids: np.ndarray, vals: np.ndarray) -> None:
-        """out[literal] += the sum of its non-zero `vals`, literals in the order of their first non-zero value."""
-        nz = np.flatnonzero(vals)
-        if not len(nz):
-            return
-        uniq, first, inv = np.unique(ids[nz], return_index=True, return_inverse=True)
-        sums = np.zeros(len(uniq), np.int64)
-        np.add.at(sums, inv.ravel(), np.asarray(vals)[nz].astype(np.int64))
-        order = np.argsort(first, kind="stable")
-        pairs = zip([self.lits[i] for i in uniq[order].tolist()], sums[order].tolist())
+        """out[literal] += the sum of its non-zero `vals`."""
+        pairs = literal_sums(self.lits, ids, vals)
         if not out:
             out.update(pairs)
             return

@@ -25,6 +25,7 @@ import numpy as np
 
 from ..classes import heaviest_rows
 from ..model import ModelCtx
+from ..rows import literal_sums
 
 INITIAL_ROWS = 6
 
@@ -39,14 +40,7 @@ def _matrix(ctx: ModelCtx, which: str) -> np.ndarray:
 
 def _terms(ctx: ModelCtx, row: np.ndarray) -> dict[tuple, int]:
     """{literal: the row's bytes summed over that literal's exchanges}, literals in order of first appearance."""
-    nz = np.flatnonzero(row)
-    if not nz.size:
-        return {}
-    lits, lit_id = ctx.xmat["lits"]
-    ids, at, inverse = np.unique(lit_id[nz], return_index=True, return_inverse=True)
-    sums = np.zeros(len(ids), np.int64)
-    np.add.at(sums, inverse.ravel(), row[nz])
-    return {lits[ids[i]]: int(sums[i]) for i in np.argsort(at, kind="stable")}
+    return dict(literal_sums(*ctx.xmat["lits"], row))
 
 
 def _worst(terms: dict[tuple, int]) -> int:
