@@ -6,6 +6,7 @@ certificate.py); the naming of rows and selection rules is the format."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -232,19 +233,19 @@ def _fewest_rows(p: Problem, rows: list[Row], keep: list[int], system: _RuleSyst
 def _exact_margin(rows: list[Row], weights, rules, mult, fixed=frozenset()) -> Fraction:
     """min over selections 0 <= x <= 1 (the `fixed` literals at 1) of the weighted rows and rules, less their
     weighted right-hand sides: positive, no selection satisfies them."""
+    terms = [(r.linear, w, r.cap) for r, w in zip(rows, weights) if w]
+    terms += [(coefs, m, rhs) for name, coefs, rhs, _ in rules if (m := mult.get(name))]
+    # the weights are the LP's floats taken exactly, so scaled to one common denominator they are integers: the
+    # sums run on Python integers, exact and without a gcd per operation
+    den = math.lcm(*(w.denominator for _, w, _ in terms)) if terms else 1
     c: dict = {}
-    d = Fraction(0)
-    for r, w in zip(rows, weights):
-        for k, v in r.linear.items():
-            c[k] = c.get(k, 0) + w * v
-        d += w * r.cap
-    for name, coefs, rhs, _ in rules:
-        m = mult.get(name)
-        if m:
-            for k, v in coefs.items():
-                c[k] = c.get(k, 0) + m * v
-            d += m * rhs
-    return sum((v for k, v in c.items() if v < 0 or k in fixed), Fraction(0)) - d
+    d = 0
+    for coefs, w, rhs in terms:
+        s = w.numerator * (den // w.denominator)
+        for k, v in coefs.items():
+            c[k] = c.get(k, 0) + s * v
+        d += s * int(rhs)
+    return Fraction(sum(v for k, v in c.items() if v < 0 or k in fixed) - d, den)
 
 
 def exact_core(p: Problem, rows: list[Row], budget: Budget) -> tuple[list[int], bool] | None:

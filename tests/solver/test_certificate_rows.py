@@ -1,11 +1,14 @@
 """The certificate builder's fast paths against its exact ones: the counting bounds of every memory row computed
-at once equal `cheapest` of each row built alone, and Farkas weights with the rules prebuilt equal those without."""
+at once equal `cheapest` of each row built alone, Farkas weights with the rules prebuilt equal those without, and
+the exact margin summed in integers equals its sum in fractions."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT
 
@@ -66,3 +69,59 @@ def test_farkas_with_the_rules_prebuilt_is_the_same_lp(tmp_path):
               key=lambda r: cheapest(p, r, gs)[0])
     plain, fast = farkas(p, [row]), farkas(p, [row], _RuleSystem(p))
     assert plain is not None and fast == plain
+
+
+def _margin_in_fractions(rows, weights, rules, mult, fixed=frozenset()):
+    """The exact margin's definition, summed term by term in fractions."""
+    from fractions import Fraction
+    c, d = {}, Fraction(0)
+    for r, w in zip(rows, weights):
+        for k, v in r.linear.items():
+            c[k] = c.get(k, 0) + w * v
+        d += w * r.cap
+    for name, coefs, rhs, _ in rules:
+        if m := mult.get(name):
+            for k, v in coefs.items():
+                c[k] = c.get(k, 0) + m * v
+            d += m * rhs
+    return sum((v for k, v in c.items() if v < 0 or k in fixed), Fraction(0)) - d
+
+
+_floats = st.floats(0, 1e6, allow_subnormal=True) | st.floats(0, 1e-300, allow_subnormal=True)
+_coefs = st.dictionaries(st.integers(0, 7), st.integers(-10**6, 10**6), max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_coefs, st.integers(-10**9, 10**9), _floats), max_size=5),
+       st.lists(st.tuples(_coefs, st.integers(-3, 3), _floats), max_size=5),
+       st.frozensets(st.integers(0, 7)))
+def test_the_exact_margin_in_integers_is_the_sum_in_fractions(rows, rules, fixed):
+    """Weights are the LP's floats taken exactly (subnormal ones too), coefficients and right-hand sides
+    integers: the margin on one common denominator is the same fraction as the sum term by term."""
+    from fractions import Fraction
+    from ipuplan.solver.certificate import _exact_margin
+    from ipuplan.solver.rows import Row
+    rs = [Row("memory", 0, 0, coef, cap) for coef, cap, _ in rows]
+    weights = [Fraction(w) for _, _, w in rows]
+    named = [(f"r{i}", coef, rhs, False) for i, (coef, rhs, _) in enumerate(rules)]
+    mult = {f"r{i}": Fraction(m) for i, (_, _, m) in enumerate(rules) if m}
+    assert _exact_margin(rs, weights, named, mult, fixed) == _margin_in_fractions(rs, weights, named, mult, fixed)
+
+
+def test_the_exact_margin_of_a_real_farkas_proof(tmp_path):
+    """vit-small b4 on 16 tiles, 520,000 B held back: the margin `farkas` returns is the fraction sum's."""
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.certificate import Rows, _RuleSystem, cheapest, farkas, groups
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.target import load_target
+    from tests_helpers import target_with_tiles
+    t = target_with_tiles(tmp_path, 16)
+    p = build_problem(build_graph(load_model(MODELS / "vit-small.yaml"), 4), load_target(t), 4, headroom=520_000,
+                      catalogue=Catalogue.SHAPED)
+    rows, gs = Rows(p), groups(p)
+    top = sorted((rows.row("memory", tile, s) for tile in range(16) for s in range(len(p.steps))),
+                 key=lambda r: -cheapest(p, r, gs)[0])[:3]
+    system = _RuleSystem(p)
+    weights, mult, margin = farkas(p, top, system)
+    assert margin > 0 and margin == _margin_in_fractions(top, weights, system.rules, mult)
