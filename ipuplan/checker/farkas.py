@@ -3,6 +3,7 @@ that weighted rows and rules put on every selection (with some literals fixed, f
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -40,27 +41,35 @@ def farkas_bound(sp: Space, rows, weights, rule_mults: dict,
     """(min over selections 0 <= x <= 1, the literals at indices `fixed` at 1, of c.x; d), where the weighted rows
     and selection rules give c.x <= d for every plan: the weights prove no such plan fits when min > d. Raises
     Invalid on a negative weight or multiplier of an inequality, or a rule that does not exist."""
-    c = [Fraction(0)] * len(sp.lits)
-    d = Fraction(0)
     if not isinstance(rule_mults, dict) or len(weights) != len(rows):
         raise Invalid("farkas: the weights do not match the rows, or the rules are not a mapping")
-    for (r, coef, tcoef, cap, _), w in zip(rows, weights):  # tables at their bytes: a relaxation of their elements
-        coef = coef + tcoef
-        w = frac(w)
+    ws = [frac(w) for w in weights]
+    for (r, *_), w in zip(rows, ws):
         if w < 0:
             raise Invalid(f"row {r['name']}: negative weight {w}")
-        for i in np.flatnonzero(coef):
-            c[i] += w * int(coef[i])
-        d += w * cap
     rules = structure(sp)
+    ms = {}
     for name, m in rule_mults.items():
         if name not in rules:
             raise Invalid(f"farkas: no selection rule named {name!r}")
-        coefs, rhs, eq = rules[name]
-        m = frac(m)
-        if m < 0 and not eq:
+        ms[name] = frac(m)
+        if ms[name] < 0 and not rules[name][2]:
             raise Invalid(f"farkas: negative multiplier on inequality {name}")
+    # every weight on one common denominator: c and d are then sums of integers, exact without a gcd per addition
+    den = math.lcm(*(f.denominator for f in (*ws, *ms.values())))
+    c = [0] * len(sp.lits)
+    d = 0
+    for (_, coef, tcoef, cap, _), w in zip(rows, ws):  # tables at their bytes: a relaxation of their elements
+        coef = coef + tcoef
+        s = w.numerator * (den // w.denominator)
+        if s:
+            for i in np.flatnonzero(coef).tolist():
+                c[i] += s * int(coef[i])
+            d += s * int(cap)
+    for name, m in ms.items():
+        coefs, rhs, _ = rules[name]
+        s = m.numerator * (den // m.denominator)
         for i, v in coefs.items():
-            c[i] += m * v
-        d += m * rhs
-    return sum((x for i, x in enumerate(c) if x < 0 or i in fixed), Fraction(0)), d
+            c[i] += s * v
+        d += s * rhs
+    return Fraction(sum(x for i, x in enumerate(c) if x < 0 or i in fixed), den), Fraction(d, den)

@@ -8,6 +8,8 @@ from fractions import Fraction
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import MODELS, ROOT
 from ipuplan.checker.certificate import check_certificate
@@ -342,3 +344,47 @@ def test_a_case_is_bounded_with_its_implementation_chosen():
     assert (low, d) == (10, 5)
     low, d = farkas_bound(sp, rows, ["1"], {"one:g": "-10"}, fixed=frozenset({1}))
     assert low <= d, "the case g = 1 fits: no weights prove it"
+
+
+def _fraction_bound(sp, rows, weights, mults, fixed):
+    """The checker's Farkas bound by its definition, summed term by term in fractions."""
+    from fractions import Fraction
+
+    from ipuplan.checker.farkas import structure
+    c, d = [Fraction(0)] * len(sp.lits), Fraction(0)
+    for (_, coef, tcoef, cap, _), w in zip(rows, weights):
+        for i, v in enumerate((coef + tcoef).tolist()):
+            c[i] += Fraction(w) * v
+        d += Fraction(w) * cap
+    rules = structure(sp)
+    for name, m in mults.items():
+        for i, v in rules[name][0].items():
+            c[i] += Fraction(m) * v
+        d += Fraction(m) * rules[name][1]
+    return sum((x for i, x in enumerate(c) if x < 0 or i in fixed), Fraction(0)), d
+
+
+_weight = st.one_of(st.fractions(0, 10**6).map(str), st.floats(0, 1e6, allow_subnormal=True).map(repr),
+                    st.floats(0, 1e-300, allow_subnormal=True).map(lambda f: str(Fraction(f))))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(-10**6, 10**6), min_size=6, max_size=6), st.integers(0, 10**9),
+                          _weight), min_size=1, max_size=4),
+       st.dictionaries(st.sampled_from(["one:g", "one:h"]), st.fractions(-10**3, 10**3).map(str)),
+       st.frozensets(st.integers(0, 5)))
+def test_the_checkers_farkas_bound_is_the_sum_in_fractions(rows, mults, fixed):
+    """Weights as certificate.json writes them (fractions, float reprs, tiny dyadic fractions), integer rows: the
+    bound summed on one common denominator is the fraction sum's, term by term."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from ipuplan.checker.farkas import farkas_bound
+    lits = [("impl", "g", i) for i in range(3)] + [("impl", "h", i) for i in range(3)]
+    sp = SimpleNamespace(lits=lits, index={k: i for i, k in enumerate(lits)}, groups={"g": lits[:3], "h": lits[3:]},
+                         ends={})
+    built = [({"name": f"memory[tile {i}]"}, np.array(coef, np.int64), np.zeros(6, np.int64), cap, 0)
+             for i, (coef, cap, _) in enumerate(rows)]
+    weights = [w for *_, w in rows]
+    assert farkas_bound(sp, built, weights, mults, fixed) == _fraction_bound(sp, built, weights, mults, fixed)
