@@ -63,7 +63,9 @@ def test_sweep_joins_an_existing_head(head, tmp_path):
 
 def test_a_head_that_refuses_the_client_is_bad_input(head, tmp_path):
     address, env = head
-    p = _sweep(address, tmp_path / "grid", "1", dict(env, RAY_AUTH_MODE="disabled"))
+    # Ray retries a refused connection about once a second for 20 tries; two show the refusal as well
+    refused = dict(env, RAY_AUTH_MODE="disabled", RAY_gcs_server_port_wait_time_s="2")
+    p = _sweep(address, tmp_path / "grid", "1", refused)
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stdout + p.stderr
     assert f"--address: {address!r}: Failed to connect to Ray cluster" in p.stdout + p.stderr
     assert "RAY_AUTH_TOKEN" in p.stdout + p.stderr
