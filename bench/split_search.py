@@ -7,7 +7,10 @@ only its deterministic cap (`split.MAX_PROOFS` attempts) stops it. "index order"
 which then tries every op's implementations 0..n-1. A found split is re-proved by the certificate checker's own
 split code before it is reported.
 
-Usage: python bench/split_search.py MODEL --batch B [--catalogue compact] [--orders fewest-bytes,index]
+Usage: python bench/split_search.py MODEL --batch B [--catalogue compact] [--orders fewest-bytes,index] [--rows 200]
+[--depth 2]
+`--rows` and `--depth` replace `certificate.SCAN_ROWS` (the tightest rows each case is proven over) and
+`split.MAX_DEPTH` (ops fixed along one path) for this run: what a stronger case proof would find, and its cost.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ def main() -> None:
     ap.add_argument("--batch", type=int, required=True)
     ap.add_argument("--catalogue", default="compact")
     ap.add_argument("--orders", default="fewest-bytes,index")
+    ap.add_argument("--rows", type=int, default=None)
+    ap.add_argument("--depth", type=int, default=None)
     a = ap.parse_args()
     import ipuplan.solver.certificate as C
     from ipuplan.catalogue import Catalogue
@@ -35,9 +40,12 @@ def main() -> None:
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
 
+    C.SCAN_ROWS = a.rows or C.SCAN_ROWS
+    split.MAX_DEPTH = a.depth or split.MAX_DEPTH
     print(f"# split search: {a.model} batch {a.batch}, {a.catalogue} catalogue; "
           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
-          f"{os.cpu_count()} cores; cap {split.MAX_PROOFS} attempts, depth {split.MAX_DEPTH}")
+          f"{os.cpu_count()} cores; cap {split.MAX_PROOFS} attempts, depth {split.MAX_DEPTH}, "
+          f"{C.SCAN_ROWS} rows per case")
     t0 = time.perf_counter()
     p = build_problem(build_graph(load_model(a.model), a.batch), load_target("targets/c600.yaml"), a.batch, None,
                       False, None, 0, Catalogue(a.catalogue))
