@@ -63,8 +63,9 @@ def farkas_bound(sp: Space, rows, weights, rule_mults: dict,
         coef = coef + tcoef
         s = w.numerator * (den // w.denominator)
         if s:
-            for i in np.flatnonzero(coef).tolist():
-                c[i] += s * int(coef[i])
+            nz = np.flatnonzero(coef)
+            for i, v in zip(nz.tolist(), coef[nz].tolist()):
+                c[i] += s * v
             d += s * int(cap)
     for name, m in ms.items():
         coefs, rhs, _ = rules[name]
