@@ -126,7 +126,9 @@ def on_ray(fn: Callable, tasks: list[tuple], finished: Callable, workers: int | 
         if address:
             _reachable(address)
         try:
-            ray.init(address=address, num_cpus=None if address else (workers or os.cpu_count()),
+            # "local": a head that `ray start` left running on this machine is joined only when asked for
+            # (--address); unasked, Ray would join it and refuse our CPU count
+            ray.init(address=address or "local", num_cpus=None if address else (workers or os.cpu_count()),
                      include_dashboard=False, log_to_driver=False)
         except ConnectionError as e:  # something answered but would not admit us, e.g. a token-authenticated head
             raise InputError("--address", None, f"{address!r}: {e}",

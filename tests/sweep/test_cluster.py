@@ -1,6 +1,7 @@
 """`ipuplan sweep --address`: the sweep joins a token-authenticated Ray head started outside ipuplan (`ray start
 --head`), as on a cluster (`ray.init(address=...)` never starts an instance of its own, so the cases ran on that
-head); a head that refuses the client, or an address nothing answers on, is bad input (exit 2), not a traceback."""
+head); a head that refuses the client, or an address nothing answers on, is bad input (exit 2), not a traceback;
+without --address a running head is left alone."""
 
 from __future__ import annotations
 
@@ -32,11 +33,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _sweep(address: str, out: Path, batch: str, env: dict) -> subprocess.CompletedProcess:
-    """`ipuplan sweep` on vit-small (small64) joining `address`, in its own process with `env`."""
+def _sweep(address: str | None, out: Path, batch: str, env: dict) -> subprocess.CompletedProcess:
+    """`ipuplan sweep` on vit-small (small64) joining `address` (None: on a local instance of its own), in its own
+    process with `env`."""
+    join = ["--address", address] if address else []
     return subprocess.run([sys.executable, "-m", "ipuplan.cli", "sweep", str(MODELS / "vit-small.yaml"), "--target",
-                           str(ROOT / "targets" / "small64.yaml"), "--batch", batch, "--address", address,
-                           "-o", str(out)], cwd=ROOT, capture_output=True, text=True, env=env)
+                           str(ROOT / "targets" / "small64.yaml"), "--batch", batch, *join, "-o", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +62,16 @@ def test_sweep_joins_an_existing_head(head, tmp_path):
     cases = json.loads((out / "sweep.json").read_text())["cases"]
     assert [(c["batch"], c["status"], c["verdict"], c["checked"]) for c in cases] == \
         [(1, "done", "FIT", True), (2, "done", "FIT", True)]
+
+
+def test_without_address_a_running_head_is_left_alone(head, tmp_path):
+    """A head that `ray start` left on this machine is what Ray joins when no address is given, and it refuses a
+    client that names its CPU count (a traceback before); unasked, the sweep starts an instance of its own."""
+    out = tmp_path / "grid"
+    p = _sweep(None, out, "1", dict(os.environ, RAY_USAGE_STATS_ENABLED="0"))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stdout + p.stderr
+    cases = json.loads((out / "sweep.json").read_text())["cases"]
+    assert [(c["status"], c["verdict"], c["checked"]) for c in cases] == [("done", "FIT", True)]
 
 
 def test_a_head_that_refuses_the_client_is_bad_input(head, tmp_path):
