@@ -121,7 +121,9 @@ class Group:
     def _addr(self, f: int) -> np.ndarray:
         return self.v.addr[self.sel, f] + self.iteration * self.v.stride[self.sel, f]
 
-    def _index(self, field: str, rows: int | None = None, words: int | None = None) -> np.ndarray:
+    def _slabs(self, field: str, rows: int | None = None, words: int | None = None):
+        """(first word, rows, words per row, pitch in words) of every vertex's slab of `field`, each checked to be
+        bound, word-aligned and inside its tile's memory."""
         f = self._f(field)
         if not self.used(field).all():
             self.fail(int(np.flatnonzero(~self.used(field))[0]), field, "is not bound")
@@ -131,27 +133,31 @@ class Group:
             self.fail(int(np.flatnonzero((a % 4 != 0) | (pitch % 4 != 0))[0]), field, "is not word-aligned")
         R = self.rows(field) if rows is None else rows
         W = -(-self.nbytes(field) // 4) if words is None else words
-        return self.mem.index(self.tile, a, R, W, pitch)
+        start, p, inside = self.mem.slabs(self.tile, a, R, W, pitch)
+        if not inside.all():
+            self.fail(int(np.flatnonzero(~inside)[0]), field, "reaches outside the tile's memory")
+        return start, R, W, p
 
     def read(self, field: str, rows: int | None = None) -> np.ndarray:
-        return self.mem.tags[self._index(field, rows)]
+        return self.mem.gather(*self._slabs(field, rows))
 
     def write(self, field: str, tags: np.ndarray) -> None:
-        idx = self._index(field)
-        if tags.shape != idx.shape:
-            self.fail(0, field, f"holds {idx.shape[1:]} words per vertex, the codelet writes {tags.shape[1:]}")
-        self.mem.tags[idx] = tags
+        start, R, W, p = self._slabs(field)
+        if tags.shape != (len(start), R, W):
+            self.fail(0, field, f"holds {(R, W)} words per vertex, the codelet writes {tags.shape[1:]}")
+        self.mem.scatter(start, p, tags)
 
     def read_words(self, field: str, n: int) -> np.ndarray:
-        return self.mem.tags[self._index(field, 1, n)].reshape(len(self.tile), n)
+        return self.mem.gather(*self._slabs(field, 1, n)).reshape(len(self.tile), n)
 
     def write_words(self, field: str, tags: np.ndarray) -> None:
-        self.mem.tags[self._index(field, 1, tags.shape[1]).reshape(len(self.tile), -1)] = tags
+        start, _, W, p = self._slabs(field, 1, tags.shape[1])
+        self.mem.scatter(start, p, tags.reshape(len(start), 1, W))
 
     def scratch(self, field: str) -> None:
         if self.used(field).any():
-            idx = self._index(field)
-            self.mem.tags[idx] = pack(0, 0, 0, 0)
+            start, R, W, p = self._slabs(field)
+            self.mem.scatter(start, p, np.full((len(start), R, W), pack(0, 0, 0, 0), np.uint64))
 
     def require(self, ok, field: str, why) -> None:
         ok = np.asarray(ok)
@@ -299,19 +305,15 @@ class Replay:
     def copy(self, v, it: int, where: str):
         """Local copies and the carry: bytes move, whatever they hold (read all, then write)."""
         n = -(-v.row_bytes[:, 0] // 4)
-        src = self.mem.run_index(v.tile, v.addr[:, 0] + it * v.stride[:, 0], n)
-        dst = self.mem.run_index(v.tile, v.addr[:, 1] + it * v.stride[:, 1], n)
-        self.mem.tags[dst] = self.mem.tags[src]
+        bad = self.mem.move(v.tile, v.addr[:, 0] + it * v.stride[:, 0], n, v.tile, v.addr[:, 1] + it * v.stride[:, 1])
+        if bad >= 0:
+            raise ReplayError(f"{where}: tile {int(v.tile[bad])} copy {bad} reaches outside the tile's memory")
 
-    def exchange(self, s, it: int):
-        n = s.nbytes // 4
-        tags = self.mem.tags[self.mem.run_index(s.src, s.src_addr + it * s.src_stride, n)]
-        starts = np.cumsum(n) - n
-        for r in range(s.dst.shape[1]):
-            ok = s.dst[:, r] >= 0
-            idx = self.mem.run_index(s.dst[ok, r], s.dst_addr[ok, r], n[ok])
-            pick = np.repeat(starts[ok] - np.cumsum(n[ok]) + n[ok], n[ok]) + np.arange(int(n[ok].sum()))
-            self.mem.tags[idx] = tags[pick]
+    def exchange(self, s, it: int, where: str):
+        """Every run's words, read at the iteration's source address, land on each of its destinations."""
+        bad = self.mem.move(s.src, s.src_addr + it * s.src_stride, s.nbytes // 4, s.dst, s.dst_addr)
+        if bad >= 0:
+            raise ReplayError(f"{where}: run {bad} from tile {int(s.src[bad])} reaches outside a tile's memory")
 
     def compute(self, cs, it: int, where: str):
         cat = {c["name"]: c["fields"] for c in self.m["codelets"]}
@@ -351,7 +353,7 @@ class Replay:
             for i, s in steps:
                 where = f"step {i} ({s.op} {s.name})"
                 if s.kind == "exchange":
-                    self.exchange(s, it if s.section.value == "body" else 0)
+                    self.exchange(s, it if s.section.value == "body" else 0, where)
                 else:
                     self.compute(s, it if s.section.value == "body" else 0, where)
                     checked += sum(len(v) for v in s.vertices)
