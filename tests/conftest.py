@@ -18,6 +18,26 @@ def pytest_configure(config):
     heap.apply()
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def pytest_collection_modifyitems(config, items):
+    """With `-n 2` (the README's command; `--dist loadgroup` is in pyproject's addopts) a module's tests run in one
+    worker process, so its module-scoped fixtures are built once; the modules that read the SigLIP b2 build share
+    one group, so the suite builds it once, and that group starts first."""
+    def module(item):
+        return item.nodeid.split("::")[0]
+
+    def group(item):
+        mark = item.get_closest_marker("xdist_group")
+        return mark.args[0] if mark else None
+
+    shared = {module(i) for i in items if "siglip_b2" in getattr(i, "fixturenames", ()) or group(i) == "siglip-b2"}
+    for item in items:
+        if group(item) is None:
+            item.add_marker(pytest.mark.xdist_group("siglip-b2" if module(item) in shared else module(item)))
+    # the longest group first, so that the other worker's modules fill the time beside it, not after it
+    items.sort(key=lambda i: group(i) != "siglip-b2")
+
+
 class CliResult:
     def __init__(self, code: int, out: str, err: str):
         self.code, self.out, self.err = code, out, err

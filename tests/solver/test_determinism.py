@@ -22,8 +22,8 @@ def _solve(args, out, hogs: int = 0) -> int:
 
 
 def test_plan_is_identical_beside_a_cpu_hog(tmp_path):
-    """Two solves of SigLIP Base/16 (1 layer at full width, b2), one on a quiet machine and one beside two busy
-    loops, write the same plan.json byte for byte: the search is deterministic and independent of the wall clock.
+    """Two solves of SigLIP Base/16 (1 layer at full width, b2), one beside whatever else the suite runs and one
+    beside two more busy loops, write the same plan.json byte for byte: the search is deterministic and independent of the wall clock.
     The effort (8 deterministic seconds) ends the cycle search far short of its bound (a 42 % gap), where a wall
     clock would show."""
     args = (MODELS / "siglip-base-224.yaml", "--batch", "2", "--layers", "1", "--seed", "5", "--effort", "8")
