@@ -21,21 +21,17 @@ def pytest_configure(config):
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config, items):
     """With `-n 2` (the README's command; `--dist loadgroup` is in pyproject's addopts) a module's tests run in one
-    worker process, so its module-scoped fixtures are built once; the modules that read the SigLIP b2 build share
-    one group, so the suite builds it once, and that group starts first."""
+    worker process, so its module-scoped fixtures are built once. The modules with a test that reads the SigLIP b2
+    build (their other tests too, e.g. one asking for it through `getfixturevalue`) share one group, so the suite
+    builds it once, and that group starts first, so that the other worker's modules fill the time beside it."""
     def module(item):
         return item.nodeid.split("::")[0]
 
-    def group(item):
-        mark = item.get_closest_marker("xdist_group")
-        return mark.args[0] if mark else None
-
-    shared = {module(i) for i in items if "siglip_b2" in getattr(i, "fixturenames", ()) or group(i) == "siglip-b2"}
+    shared = {module(i) for i in items if "siglip_b2" in getattr(i, "fixturenames", ())}
+    group = {i.nodeid: "siglip-b2" if module(i) in shared else module(i) for i in items}
     for item in items:
-        if group(item) is None:
-            item.add_marker(pytest.mark.xdist_group("siglip-b2" if module(item) in shared else module(item)))
-    # the longest group first, so that the other worker's modules fill the time beside it, not after it
-    items.sort(key=lambda i: group(i) != "siglip-b2")
+        item.add_marker(pytest.mark.xdist_group(group[item.nodeid]))
+    items.sort(key=lambda i: group[i.nodeid] != "siglip-b2")
 
 
 class CliResult:

@@ -81,8 +81,7 @@ def _open(path: Path, screenshot: Path | None = None):
 
 
 @browser_only
-# the SigLIP page reads the session's SigLIP b2 build, through getfixturevalue: its group is named here
-@pytest.mark.parametrize("which", ["small", pytest.param("siglip", marks=pytest.mark.xdist_group("siglip-b2"))])
+@pytest.mark.parametrize("which", ["small", "siglip"])
 def test_browser_tooltips_and_placement(which, request, tmp_path):
     d = request.getfixturevalue(which)
     pw, b, page, errors = _open(d / "report.html")
