@@ -23,9 +23,9 @@ def _solve(args, out, hogs: int = 0) -> int:
 
 def test_plan_is_identical_beside_a_cpu_hog(tmp_path):
     """Two solves of SigLIP Base/16 (1 layer at full width, b2), one beside whatever else the suite runs and one
-    beside two more busy loops, write the same plan.json byte for byte: the search is deterministic and independent of the wall clock.
-    The effort (8 deterministic seconds) ends the cycle search far short of its bound (a 42 % gap), where a wall
-    clock would show."""
+    beside two more busy loops, write the same plan.json byte for byte: the search is deterministic and
+    independent of the wall clock. The effort (8 deterministic seconds) ends the cycle search far short of its
+    bound (a 42 % gap), where a wall clock would show."""
     args = (MODELS / "siglip-base-224.yaml", "--batch", "2", "--layers", "1", "--seed", "5", "--effort", "8")
     assert _solve(args, tmp_path / "quiet") == 0
     assert _solve(args, tmp_path / "busy", hogs=2) == 0
