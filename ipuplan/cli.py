@@ -194,7 +194,8 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
                                                   "memory costs this one)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
-    d = Path(directory)
+    d = cli_common.solve_dir(directory)
+    directory = str(d)
     name = "verdict.json" if (d / "verdict.json").exists() else "pipeline.json" if (d / "pipeline.json").exists() \
         else "plan.json"
     if not (d / name).exists():
@@ -343,7 +344,7 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
     from .checker import check_dir
     from .checker.certificate import check_certificate
 
-    d = Path(directory)
+    d = cli_common.solve_dir(directory)
     if d.suffix == ".ipupkg":
         _check_package(d, as_json)
         return

@@ -11,7 +11,7 @@ import typer
 
 from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict, _seconds,
                          _seed, _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
-from . import options
+from . import cli_common, options
 from .errors import InputError
 
 
@@ -147,7 +147,7 @@ def export(directory: str = typer.Argument(..., help="a build directory (DIR/mod
 
     if not exchange_snapshot:
         raise InputError("export", None, "no format chosen", "valid: --exchange-snapshot")
-    d = Path(directory)
+    d = cli_common.solve_dir(directory)
     pkg = d if d.suffix == ".ipupkg" else d / "model.ipupkg"
     dest = output_file(output or pkg.parent / "exchange-snapshot.json", "-o")
     prog, m = read_package(pkg)

@@ -251,6 +251,17 @@ def progress(label: str, every: float = 10.0):
         line(*state[0])
 
 
+# Files a solve, build or pipeline directory holds: a path to one of them names its directory.
+SOLVE_FILES = ("plan.json", "verdict.json", "certificate.json", "pipeline.json", "placement.json")
+
+
+def solve_dir(path: str) -> Path:
+    """The directory a command reads: PATH itself, or its parent when PATH is one of the files a solve writes
+    (users tab-complete to `out/plan.json` as often as to `out`)."""
+    p = Path(path)
+    return p.parent if p.name in SOLVE_FILES and p.is_file() else p
+
+
 def _duration(seconds: float) -> str:
     m, s = divmod(int(round(seconds)), 60)
     return f"{m} min {s} s" if m else f"{s} s"

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from . import cli_common
 from .cli_common import _target_path, app, err, out, progress
 from .errors import InputError
 
@@ -165,6 +166,7 @@ def report(directory: str = typer.Argument(..., help="a solve, build or run dire
 
     if scale not in ("auto", "fixed"):
         raise InputError("--scale", None, f"{scale!r} is not a scale", "valid: auto, fixed")
+    directory = str(cli_common.solve_dir(directory))
     dest = output_file(output or Path(directory) / "report.html", "-o")
     t0 = time.perf_counter()
     html = render(directory, scale)

@@ -119,6 +119,19 @@ def test_json_on_check_and_run(cli, solved):
     assert r.code == 0 and "output" in json.loads(r.out)
 
 
+def test_a_file_of_the_solve_directory_names_the_directory(cli, solved):
+    """`check out/plan.json` and `explain out/plan.json` read `out`, as `check out` does; a JSON file that a
+    solve does not write is still refused in one line."""
+    for name in ("plan.json", "placement.json"):
+        r = cli("check", solved / "out" / name)
+        assert r.code == 0 and "CHECK PASSED" in r.out, (name, r.out, r.err)
+        r = cli("explain", solved / "out" / name, "--json")
+        assert r.code == 0 and json.loads(r.out)["verdict"] == "FIT", (name, r.out, r.err)
+    stray = solved / "stray.json"
+    stray.write_text("{}")
+    _one_line(cli("check", stray))
+
+
 def test_copied_solve_directory_checks_and_explains_elsewhere(solved, tmp_path):
     """A solve directory carries its inputs: copied elsewhere, `check` and `explain` run from an unrelated
     directory without the original model file."""
