@@ -1,7 +1,8 @@
 """`ipuplan check PKG`: read the package (every digest), unpack the sources it carries (model, target, plan,
 placement), re-check plan and placement as `check DIR` does, re-derive what the manifest states from them and
-compare, validate every address at every Repeat iteration against the re-derived records, then replay the
-program symbolically against the model (independent of the backend that built it)."""
+compare, check that every access at every Repeat iteration lands in data the placement holds at its step
+(`access.py`, not the writer's validation), then replay the program symbolically against the model (independent
+of the backend that built it)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..plan import sha256
+from .access import AccessError, check_access
 from .manifest import Mismatch, compare
 from .replay import ReplayError, replay
 
@@ -22,7 +24,6 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
     from ..model import build_graph, load_model
     from ..package import sources
     from ..package.io import read_package
-    from ..package.validate import validate
     from ..target import load_target
     from .plan import check_dir
     path = Path(path)
@@ -62,11 +63,15 @@ def check_package(path: str | Path) -> tuple[bool, list[str], str]:
     lines.append(f"manifest: identity, target record, codelets, Repeat x{prog.count}, {len(prog.bindings)} bindings, "
                  f"{len(prog.buffers.name):,} buffers, step list, table, descriptor and program bytes and vertex "
                  f"parameters are what model, target, plan and placement imply ({t2 - t1:.1f} s)")
-    counts = validate(prog, m, path)
+    try:
+        counts = check_access(prog, m, placement, target)
+    except AccessError as e:
+        return False, lines, f"access: {e}"
     t3 = time.perf_counter()
     lines.insert(0, f"package {path}: {m['model']} batch {m['batch']}, {m['layers']} layers, {len(prog.steps)} steps "
                     f"(Repeat x{prog.count}), {counts['vertices']:,} vertices, {counts['runs']:,} exchange runs, "
-                    f"{counts['bound_elements']:,} bound elements: valid at every iteration ({t3 - t2:.1f} s)")
+                    f"{counts['bound_elements']:,} bound elements: every access inside data its step holds, at every "
+                    f"iteration ({t3 - t2:.1f} s)")
     try:
         r = replay(prog, m, graph)
     except ReplayError as e:

@@ -89,6 +89,29 @@ def test_address_moved_out_of_its_buffer_fails_validation(built, tmp_path):
         _check(bad)
 
 
+def test_the_check_refuses_it_without_the_writers_validation(built, tmp_path):
+    """The same edit, `check` alone: its own access rule (checker/access.py) names the vertex and field."""
+    def edit(man, arrays):
+        s = _first_gemm(man)
+        a = arrays[f"{s['key']}/0/addr"].copy()
+        a[3, 2] += 1 << 16
+        arrays[f"{s['key']}/0/addr"] = a
+    bad = rewrite(built / "model.ipupkg", tmp_path / "model.ipupkg", edit)
+    ok, _, why = check_package(bad)
+    assert not ok and why.startswith("access: tile ") and "vertex 3: field out" in why and "live at step" in why, why
+
+
+def test_the_package_check_never_loads_the_writers_validation(built):
+    """DESIGN: `check PKG` must not reuse package/validate.py — a gap there would hide itself."""
+    import subprocess
+    import sys
+    code = ("import sys; from ipuplan.checker.package import check_package; "
+            f"ok, _, why = check_package({str(built / 'model.ipupkg')!r}); assert ok, why; "
+            "assert 'ipuplan.package.validate' not in sys.modules")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+
+
 def test_operand_shifted_a_row_fails(built, tmp_path):
     """x of one GEMM vertex read one row later: rejected by validation (outside its buffer) or by the replay."""
     def edit(man, arrays):

@@ -92,3 +92,59 @@ def test_decoded_fields_round_trip():
     assert d.code.tolist() == [2, 0xFF] and d.elem.tolist() == [7, 0xFFFFFFFF]
     assert d.holds(5, 3).tolist() == [True, False]
     assert not unpack(np.zeros(2, np.uint64)).valid.any()
+
+
+def _rows_numpy(d, tensor, gen, cols, c0):
+    """The element-wise statement `rows_of` compiles: every word held, each row's words in its first word's row."""
+    if not d.holds(tensor, gen).all():
+        return None
+    r0 = d.elem[:, :, 0] // cols
+    c = d.elem - (r0 * cols + c0)[:, :, None]
+    return (r0, c) if ((c >= -c0) & (c < cols - c0)).all() else None
+
+
+@st.composite
+def _operand(draw):
+    """Tags of a [V, R, W] operand read: mostly whole rows of one tensor and iteration, sometimes a word of
+    another tensor, another iteration, unwritten, or from the next row."""
+    v, r, w = draw(st.integers(1, 4)), draw(st.integers(1, 4)), draw(st.integers(1, 6))
+    cols = draw(st.integers(w, 3 * w + 4))
+    c0 = draw(st.integers(0, cols - w))
+    rows = np.array(draw(st.lists(st.integers(0, 50), min_size=v * r, max_size=v * r))).reshape(v, r)
+    first = np.array(draw(st.lists(st.integers(0, cols - w - c0), min_size=v * r, max_size=v * r))).reshape(v, r)
+    elem = rows[:, :, None] * cols + c0 + first[:, :, None] + np.arange(w)
+    tensor, gen = np.full(elem.shape, 7), np.full(elem.shape, 3)
+    tags = pack(tensor, gen, 0, elem)
+    kind = draw(st.sampled_from(["clean", "tensor", "gen", "unwritten", "row", "next", "previous", "clean"]))
+    at = np.unravel_index(draw(st.integers(0, elem.size - 1)), elem.shape)
+    if kind == "tensor":
+        tags[at] = pack(8, 3, 0, elem[at])
+    elif kind == "gen":
+        tags[at] = pack(7, 4, 0, elem[at])
+    elif kind == "unwritten":
+        tags[at] = np.uint64(elem[at])
+    elif kind == "row":
+        tags[at] = pack(7, 3, 0, elem[at] + cols)
+    elif kind == "next":  # the first element of the next tensor row: one column past the row's end
+        tags[at] = pack(7, 3, 0, (rows[at[:2]] + 1) * cols)
+    elif kind == "previous" and rows[at[:2]] > 0:  # the last element of the row before
+        tags[at] = pack(7, 3, 0, rows[at[:2]] * cols - 1)
+    return tags, cols, c0
+
+
+@settings(max_examples=300, deadline=None)
+@given(_operand(), st.booleans())
+def test_rows_of_is_the_element_wise_statement(operand, strided):
+    """The replay's compiled operand reader agrees with numpy's element-wise statement on every operand, the
+    wrong ones included (both refuse them), on contiguous tags and on strided views of them."""
+    from ipuplan.checker.replay.tags import rows_of
+    tags, cols, c0 = operand
+    if strided:  # the replay decodes gathered slabs; a view with a stride must read the same
+        wide = np.zeros(tags.shape[:2] + (2 * tags.shape[2],), np.uint64)
+        wide[:, :, ::2] = tags
+        tags = wide[:, :, ::2]
+    d = unpack(tags)
+    got, want = rows_of(d, 7, 3, cols, c0), _rows_numpy(d, 7, 3, cols, c0)
+    assert (got is None) == (want is None)
+    if got is not None:
+        assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -69,6 +69,41 @@ class Decoded:
         return (self.hi & np.uint32(0xFFFFFF00)) == key
 
 
+@numba.njit(cache=True)
+def _rows_of(hi, lo, key, cols, c0, r0, c) -> bool:
+    """Every tag [V, R, W] written, of one tensor and iteration (`hi`'s top 24 bits == `key`), each row's words
+    within the tensor row of its first word: r0[v, r] <- that row, c[v, r, w] <- the word's column minus c0.
+    False at the first word that is not (r0 and c then unfinished)."""
+    V, R, W = hi.shape
+    for v in range(V):
+        for r in range(R):
+            row = np.int64(lo[v, r, 0]) // cols
+            r0[v, r] = row
+            base = row * cols + c0
+            for w in range(W):
+                if hi[v, r, w] & np.uint32(0xFFFFFF00) != key:
+                    return False
+                col = np.int64(lo[v, r, w]) - base
+                if col < -c0 or col >= cols - c0:
+                    return False
+                c[v, r, w] = col
+    return True
+
+
+def rows_of(d: Decoded, tensor: int, gen: int, cols: int, c0: int):
+    """(r0 [V, R], c [V, R, W]) as `Decoded.holds` and the row arithmetic give them, in one pass; None where a
+    word is not of the tensor and iteration or a row mixes tensor rows (the caller then names the word)."""
+    tensor, gen = int(tensor), int(gen)
+    if not (0 <= tensor <= 0x7FFF and 0 <= gen <= 0xFF) or d.hi.ndim != 3 or cols <= 0:
+        return None
+    V, R, W = d.hi.shape
+    r0, c = np.empty((V, R), np.int64), np.empty((V, R, W), np.int64)
+    if V * R * W == 0 or not _rows_of(d.hi, d._lo, np.uint32(1 << 31 | tensor << 16 | gen << 8), np.int64(cols),
+                                     np.int64(c0), r0, c):
+        return None
+    return r0, c
+
+
 def unpack(tags: np.ndarray) -> Decoded:
     return Decoded(tags)
 
