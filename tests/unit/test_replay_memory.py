@@ -148,3 +148,22 @@ def test_rows_of_is_the_element_wise_statement(operand, strided):
     assert (got is None) == (want is None)
     if got is not None:
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 2**16), st.integers(0, 3), st.integers(0, 3), st.sets(st.integers(0, 5), max_size=4))
+def test_regenerate_is_the_element_wise_relabel(seed, old, new, body):
+    """Skipping Repeat iterations: the compiled relabel changes exactly the written tags of the body's tensors at
+    the old iteration, as numpy's decode, select and repack does; every other tag keeps its bits."""
+    from ipuplan.checker.replay.tags import regenerate
+    rng = np.random.default_rng(seed)
+    n = 300
+    tags = pack(rng.integers(0, 6, n), rng.integers(0, 4, n), rng.integers(0, 256, n), rng.integers(0, 1 << 32, n))
+    tags[rng.random(n) < 0.2] &= ~np.uint64(1 << 63)  # some never written
+    want = tags.copy()
+    d = unpack(want)
+    m = d.valid & (d.gen == old) & np.isin(d.tensor, sorted(body))
+    want[m] = pack(d.tensor[m], new, d.code[m], d.elem[m])
+    got = tags.copy()
+    assert regenerate(got, old, new, sorted(body)) == int(m.sum())
+    assert np.array_equal(got, want)

@@ -14,7 +14,7 @@ import numpy as np
 from ...ir.graph import OpKind
 from ..space import walk
 from .semantics import RULES, ReplayError
-from .tags import Memory, pack, unpack
+from .tags import Memory, pack, regenerate, unpack
 
 
 class Tensors:
@@ -377,12 +377,7 @@ class Replay:
         body = np.array(sorted(self.tensors.index[k] for k in self.body_ops)
                         + [self.tensors.index[n] for n in self.tensors.names if n.split(" (")[0] in self.body_ops
                            and " (" in n], np.int64)
-        chunk = 1 << 24
-        for a in range(0, len(self.mem.tags), chunk):
-            t = self.mem.tags[a:a + chunk]
-            d = unpack(t)
-            m = d.valid & (d.gen == old) & np.isin(d.tensor, body)
-            t[m] = pack(d.tensor[m], new, d.code[m], d.elem[m])
+        regenerate(self.mem.tags, old, new, body)
 
     def output(self) -> dict:
         outs = [b for b in self.prog.bindings if b.role == "output"]

@@ -104,6 +104,29 @@ def rows_of(d: Decoded, tensor: int, gen: int, cols: int, c0: int):
     return r0, c
 
 
+@numba.njit(cache=True)
+def _regenerate(tags, old, new, tensors) -> int:
+    """Every written tag of iteration `old` whose tensor is marked in `tensors` (a table over all tensor ids)
+    takes iteration `new`; the count changed."""
+    n = 0
+    for i in range(tags.size):
+        t = tags[i]
+        if t >> np.uint64(63) and (t >> np.uint64(40)) & np.uint64(0xFF) == old and \
+                tensors[(t >> np.uint64(48)) & np.uint64(0x7FFF)]:
+            tags[i] = (t & ~np.uint64(0xFF << 40)) | (np.uint64(new) << np.uint64(40))
+            n += 1
+    return n
+
+
+def regenerate(tags: np.ndarray, old: int, new: int, tensors) -> int:
+    """In place: the tags of `tensors` (ids) written at iteration `old` become iteration `new`."""
+    if not (0 <= old <= 0xFF and 0 <= new <= 0xFF):
+        raise ValueError(f"iteration {old} or {new} outside the tag's field")
+    table = np.zeros(0x8000, np.bool_)
+    table[np.asarray(tensors, np.int64)] = True
+    return int(_regenerate(tags, np.uint64(old), np.uint64(new), table))
+
+
 def unpack(tags: np.ndarray) -> Decoded:
     return Decoded(tags)
 
