@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import codelets as cl
+from ..codelets import BY_NAME
 from ..ir.graph import DType
-from .placement import CODE, TABLES
+from .placement import CODE, CODE_WINDOW, TABLES
 
 
 ITEMSIZE = {d.short: d.itemsize for d in DType}
@@ -23,7 +23,7 @@ class AccessError(Exception):
 def _support_names(target) -> set[str]:
     """Buffers no field, run or binding may touch: the memory map's reservations, the code, the tables (the
     descriptors are recognized by name)."""
-    return {r.name for r in target.memory_map.reservations} | {"code window", CODE, TABLES}
+    return {r.name for r in target.memory_map.reservations} | {CODE_WINDOW, CODE, TABLES}
 
 
 class Held:
@@ -37,20 +37,17 @@ class Held:
         self.owner = np.full(target.tiles, -1, np.int64)
         support = _support_names(target)
         base = int(placement["base"])
+        self.tables = np.zeros(target.tiles, np.int64)  # each tile's exchange-tables buffer
         rows = []
         for gi, g in enumerate(placement["groups"]):
+            tables = sum(int(b[2]) for b in g["buffers"] if b[0] == TABLES)
             for lo, hi in g["tiles"]:
-                self.owner[lo:hi + 1] = gi
+                self.owner[lo:hi + 1], self.tables[lo:hi + 1] = gi, tables
             rows += [(gi, base + int(off), base + int(off) + int(size), int(first), int(last))
                      for name, off, size, first, last in g["buffers"]
                      if int(size) > 0 and name not in support and "descriptors" not in name]
         a = np.array(rows, np.int64).reshape(-1, 5)
         self.group, self.start, self.end, self.first, self.last = a.T
-        self.tables = np.zeros(target.tiles, np.int64)  # each tile's exchange-tables buffer
-        for gi, g in enumerate(placement["groups"]):
-            size = sum(int(b[2]) for b in g["buffers"] if b[0] == TABLES)
-            for lo, hi in g["tiles"]:
-                self.tables[lo:hi + 1] = size
         self._steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _live(self, step: int):
@@ -82,7 +79,7 @@ def _fields(held: Held, s, steps: dict[str, int], iterations: range, region0: in
     the compute set's own)."""
     n = 0
     for v in s.vertices:
-        codelet = cl.BY_NAME.get(v.codelet)
+        codelet = BY_NAME.get(v.codelet)
         where = f"step {s.step} ({s.op} {s.name}) {v.codelet}"
         if codelet is None:
             raise AccessError(f"{where}: not one of ipuplan's codelets")
@@ -98,9 +95,9 @@ def _fields(held: Held, s, steps: dict[str, int], iterations: range, region0: in
             rows, rb, pitch = v.rows[k, f], v.row_bytes[k, f], v.pitch[k, f]
             bad = (rows < 1) | (rb < 1) | ((rows > 1) & (pitch < rb))
             if bad.any():
-                raise AccessError(f"tile {int(v.tile[k[_first(bad)]])} {where} vertex {int(k[_first(bad)])}: field "
-                                  f"{name} has {int(rows[_first(bad)])} rows of {int(rb[_first(bad)])} B at pitch "
-                                  f"{int(pitch[_first(bad)])}")
+                j = _first(bad)
+                raise AccessError(f"tile {int(v.tile[k[j]])} {where} vertex {int(k[j])}: field {name} has "
+                                  f"{int(rows[j])} rows of {int(rb[j])} B at pitch {int(pitch[j])}")
             extent = (rows - 1) * pitch + rb
             step = steps.get(name, s.step)
             for it in iterations:  # addresses are linear in the iteration: each one is checked as it runs

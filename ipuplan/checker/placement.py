@@ -19,6 +19,7 @@ from ..formats import PLACEMENT
 from .validate import Invalid, get
 
 CODE = "code beyond the window and supervisor program"
+CODE_WINDOW = "code window"
 TABLES = "exchange tables"
 
 
@@ -35,7 +36,7 @@ def _support(target, lim) -> list[tuple[str, int, int]]:
     """(name, size, required offset) of the memory map's reservations, the code window and the rest of the code."""
     mm = target.memory_map
     out = [(r.name, r.size, r.start - mm.base) for r in mm.reservations]
-    out.append(("code window", mm.code_window_bytes, mm.code_window[0] - mm.base))
+    out.append((CODE_WINDOW, mm.code_window_bytes, mm.code_window[0] - mm.base))
     rest = lim.support - mm.fixed_bytes - mm.code_window_bytes
     if rest:
         rest = -(-rest // 8) * 8

@@ -36,9 +36,9 @@ class Decoded:
         t = np.ascontiguousarray(tags, np.uint64)
         if _LITTLE:  # the two 32-bit halves of each tag, as views: no pass over the tags
             halves = t.view(np.uint32)
-            self.hi, self._lo = halves[..., 1::2], halves[..., 0::2]  # valid | tensor | generation | code
+            self.hi, self.lo = halves[..., 1::2], halves[..., 0::2]  # valid | tensor | generation | code; element
         else:
-            self.hi, self._lo = (t >> np.uint64(32)).astype(np.uint32), (t & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+            self.hi, self.lo = (t >> np.uint64(32)).astype(np.uint32), (t & np.uint64(0xFFFFFFFF)).astype(np.uint32)
 
     @cached_property
     def valid(self) -> np.ndarray:
@@ -58,15 +58,19 @@ class Decoded:
 
     @cached_property
     def elem(self) -> np.ndarray:
-        return self._lo.astype(np.int64)
+        return self.lo.astype(np.int64)
 
     def holds(self, tensor: int, gen: int) -> np.ndarray:
         """Written, of `tensor` at iteration `gen` (any code): `valid & tensor == t & gen == g` in one compare."""
-        tensor, gen = int(tensor), int(gen)
-        if not (0 <= tensor <= 0x7FFF and 0 <= gen <= 0xFF):
-            raise ValueError(f"tensor {tensor} or iteration {gen} outside the tag's fields")
-        key = np.uint32(1 << 31 | tensor << 16 | gen << 8)
-        return (self.hi & np.uint32(0xFFFFFF00)) == key
+        return (self.hi & np.uint32(0xFFFFFF00)) == held_key(tensor, gen)
+
+
+def held_key(tensor: int, gen: int) -> np.uint32:
+    """The top 24 bits of a tag's high word (valid, tensor, iteration) for a written word of `tensor` at `gen`."""
+    tensor, gen = int(tensor), int(gen)
+    if not (0 <= tensor <= 0x7FFF and 0 <= gen <= 0xFF):
+        raise ValueError(f"tensor {tensor} or iteration {gen} outside the tag's fields")
+    return np.uint32(1 << 31 | tensor << 16 | gen << 8)
 
 
 @numba.njit(cache=True)
@@ -93,13 +97,11 @@ def _rows_of(hi, lo, key, cols, c0, r0, c) -> bool:
 def rows_of(d: Decoded, tensor: int, gen: int, cols: int, c0: int):
     """(r0 [V, R], c [V, R, W]) as `Decoded.holds` and the row arithmetic give them, in one pass; None where a
     word is not of the tensor and iteration or a row mixes tensor rows (the caller then names the word)."""
-    tensor, gen = int(tensor), int(gen)
-    if not (0 <= tensor <= 0x7FFF and 0 <= gen <= 0xFF) or d.hi.ndim != 3 or cols <= 0:
+    if d.hi.ndim != 3 or cols <= 0 or not (0 <= int(tensor) <= 0x7FFF and 0 <= int(gen) <= 0xFF):
         return None
     V, R, W = d.hi.shape
     r0, c = np.empty((V, R), np.int64), np.empty((V, R, W), np.int64)
-    if V * R * W == 0 or not _rows_of(d.hi, d._lo, np.uint32(1 << 31 | tensor << 16 | gen << 8), np.int64(cols),
-                                     np.int64(c0), r0, c):
+    if V * R * W == 0 or not _rows_of(d.hi, d.lo, held_key(tensor, gen), np.int64(cols), np.int64(c0), r0, c):
         return None
     return r0, c
 
