@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from ipuplan.backend.placement import Instance, place
+from ipuplan.backend.placement import Buffer, Instance, place, violations
+from ipuplan.backend.placement.search import first_fit
 from ipuplan.backend.placement.tiles import PlanPlacement, placement_doc
 from ipuplan.checker.plan import check_plan
 from ipuplan.model import build_graph, load_model
@@ -128,3 +129,55 @@ def test_verdict_unknown_when_a_tile_cannot_be_placed_within_the_node_budget(mon
     v = json.loads((tmp_path / "verdict.json").read_text())
     assert v["verdict"] == "UNKNOWN" and "placement" in v["unknown"]["reason"]
     assert not (tmp_path / "plan.json").exists()
+
+
+# capacity 8: first fit fails in every order ([4, steps 1-2] then [3, 3] and [2, 3] beside [3, steps 2-3]),
+# yet a placement exists (0, 0, 3, 5)
+_STUBBORN = Instance(8, (Buffer("a", 4, 1, 2), Buffer("b", 3, 3, 3), Buffer("c", 2, 3, 3), Buffer("d", 3, 2, 3)))
+# 9 bytes live at step 0 on 8
+_FULL = Instance(8, (Buffer("a", 5, 0, 0), Buffer("b", 4, 0, 0)))
+
+
+def _plan_of(monkeypatch, insts, **consts):
+    """place_plan over hand-built tile groups (one tile each), with the canonical searches given no nodes so
+    that only CP-SAT can decide, and `consts` set on the module."""
+    import numpy as np
+
+    import ipuplan.backend.placement.tiles as tiles
+    groups = [tiles.TileGroup(np.array([t]), inst) for t, inst in enumerate(insts)]
+    monkeypatch.setattr(tiles, "tile_groups", lambda p, chosen: groups)
+    monkeypatch.setattr(tiles, "tile_literals", lambda p, chosen, tile: [("tile", tile)])
+    monkeypatch.setattr(tiles, "QUICK_NODES", 0)
+    for k, v in consts.items():
+        monkeypatch.setattr(tiles, k, v)
+    assert first_fit(_STUBBORN) is None
+    return tiles.place_plan(None, set(), node_budget=0)
+
+
+def test_the_exact_engines_take_every_group_first_fit_leaves_within_their_budget(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 12)  # more than the 8 groups a plan once gave them
+    assert pp.placed and pp.methods == ["CP-SAT"] * 12 and pp.work > 0
+    assert all(violations(_STUBBORN, o) == [] for o in pp.offsets)
+
+
+def test_a_group_the_first_round_leaves_undecided_gets_a_longer_run(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 3, CPSAT_FIRST=0.0, CPSAT_SECONDS=0.0)
+    assert pp.placed and pp.methods == ["CP-SAT"] * 3
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 3, CPSAT_FIRST=0.0, CPSAT_SECONDS=0.0, HARD_SECONDS=0.0)
+    assert not pp.placed and pp.unknown == 0 and pp.failed is None
+
+
+def test_the_budget_spent_leaves_the_plan_undecided(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 5, EXACT_BUDGET=0.0)
+    assert pp.unknown == 0 and "ran out with 5 groups open" in pp.reason and pp.offsets == [None] * 5
+
+
+def test_a_group_proven_unplaceable_is_the_cut_and_ends_the_placement(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN, _FULL, _STUBBORN])
+    assert pp.failed == 1 and pp.cut == [("tile", 1)] and "tile 1" in pp.reason
+    assert pp.offsets[0] is not None and pp.offsets[1:] == [None, None]
+
+
+def test_more_groups_than_the_exact_engines_take_are_undecided_at_once(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3)
+    assert pp.unknown == 0 and pp.work == 0 and "at most 3 per plan" in pp.reason

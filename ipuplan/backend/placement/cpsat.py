@@ -74,11 +74,13 @@ def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0) -> Placemen
     s.parameters.num_workers = 1
     s.parameters.random_seed = 0
     st = run_cpsat(s, m)
+    work = float(s.deterministic_time)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return Placement([int(s.Value(o)) for o in off], True, True, 0, "CP-SAT")
+        return Placement([int(s.Value(o)) for o in off], True, True, 0, "CP-SAT", work=work)
     if st == cp_model.MODEL_INVALID:
         raise RuntimeError(f"placement CP-SAT model invalid: {m.Validate()}")
     if st == cp_model.INFEASIBLE:
-        return Placement([None] * n, False, True, 0, "CP-SAT", f"CP-SAT proves no placement of the {n} buffers")
+        return Placement([None] * n, False, True, 0, "CP-SAT", f"CP-SAT proves no placement of the {n} buffers",
+                         work=work)
     return Placement([None] * n, False, False, 0, "CP-SAT",
-                     f"CP-SAT undecided within {deterministic_seconds:g} deterministic seconds")
+                     f"CP-SAT undecided within {deterministic_seconds:g} deterministic seconds", work=work)

@@ -76,3 +76,4 @@ class Placement:
     method: str = ""
     reason: str = ""
     stats: dict = field(default_factory=dict)
+    work: float = 0.0  # CP-SAT's deterministic seconds spent reaching it (the plan-wide budget counts these)

@@ -96,15 +96,18 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
         if r is not None:
             return r
         heuristic = False
+    spent = 0.0
     if cpsat_first > 0:
         c = place_cpsat(inst, cpsat_first)
         if c.placed or c.proven:
             return c
+        spent = c.work
     r = _canonical(inst, node_budget, orders, heuristic)
+    r.work = spent
     if r.placed or r.proven or cpsat_seconds <= 0:
         return r
     c = place_cpsat(inst, cpsat_seconds)
-    c.nodes = r.nodes
+    c.nodes, c.work = r.nodes, c.work + spent
     if not c.placed and not c.proven:
         c.reason = f"{r.reason}; {c.reason}"
     return c

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...formats import PLACEMENT
+from .cpsat import place_cpsat
 from .requests import TileGroup, tile_groups, tile_literals
 from .search import first_fit, place
 from .validate import violations
@@ -17,7 +18,9 @@ from .validate import violations
 NODE_BUDGET = 50_000  # per tile group, for the canonical search (deterministic)
 CPSAT_FIRST = 0.5  # deterministic seconds of CP-SAT right after first fit: most tiles suit it
 CPSAT_SECONDS = 2.0  # and after the canonical search
-EXACT_GROUPS = 8  # tile groups per plan the full exact engines may take on (12-40 s wall each on full tiles)
+HARD_SECONDS = 8.0  # a longer CP-SAT run on each group the first round leaves undecided
+EXACT_GROUPS = 32  # tile groups per plan the exact engines take on: a plan that leaves more is undecided at once
+EXACT_BUDGET = 30.0  # deterministic CP-SAT seconds per plan for the exact engines (10-25 s of wall each on full tiles)
 QUICK_NODES = 5_000  # the short canonical search every group first fit leaves gets
 
 
@@ -28,6 +31,7 @@ class PlanPlacement:
     methods: list[str]
     nodes: int = 0
     seconds: float = 0.0
+    work: float = 0.0  # deterministic CP-SAT seconds the exact engines spent
     failed: int | None = None  # index of a group proven unplaceable
     unknown: int | None = None  # index of a group the node budget ran out on
     reason: str = ""
@@ -45,27 +49,29 @@ class PlanPlacement:
                 "by_first_fit": sum(m.startswith("first fit") for m in self.methods),
                 "by_search": sum(m == "canonical search" for m in self.methods),
                 "by_cpsat": sum(m == "CP-SAT" for m in self.methods),
+                "cpsat_deterministic_seconds": round(self.work, 3),
                 "search_nodes": self.nodes, "highest_address": max(heights) if heights else 0}
 
 
 def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> PlanPlacement:
-    """First fit on every tile group, a short canonical search on those it leaves, the full exact engines on
-    what is still open (at most EXACT_GROUPS groups: a plan that needs more is answered "undecided" at once, and
-    the planner keeps more bytes free instead)."""
+    """First fit on every tile group, a short canonical search on those it leaves, then the exact engines on
+    what is still open (at most EXACT_GROUPS groups, else "undecided" at once and the planner keeps more bytes
+    free instead): a first round on each group, then a longer CP-SAT run on each the first round left undecided,
+    all within EXACT_BUDGET deterministic CP-SAT seconds. A group proven unplaceable ends the placement (its
+    literals become the planner's cut); one still undecided, or the budget spent, leaves the plan undecided."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
-    quick = [first_fit(g.inst) for g in groups]
-    for k, r in enumerate(quick):  # a short canonical search places most of what first fit leaves
+    final = [first_fit(g.inst) for g in groups]
+    for k, r in enumerate(final):  # a short canonical search places most of what first fit leaves
         if r is None:
             r = place(groups[k].inst, node_budget=QUICK_NODES, heuristic=False, cpsat_seconds=0)
             if r.placed or r.proven:
-                quick[k] = r
-                pp.nodes += r.nodes
-    left = [k for k, r in enumerate(quick) if r is None]
+                final[k] = r
+    left = [k for k, r in enumerate(final) if r is None]
     if len(left) > EXACT_GROUPS:
         k = left[0]
-        pp.offsets, pp.methods = [None] * len(groups), ["first fit" if r else "" for r in quick]
+        pp.offsets, pp.methods = [None] * len(groups), ["first fit" if r else "" for r in final]
         pp.unknown = k
         pp.reason = (f"first fit left {len(left)} of {len(groups)} tile groups (tile {int(groups[k].tiles[0])} "
                      f"first); the exact engines take at most {EXACT_GROUPS} per plan")
@@ -73,33 +79,58 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
         return pp
-    pp.nodes = 0  # counted again below, with the groups' final engines
-    for k, g in enumerate(groups):
-        r = quick[k] or place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=CPSAT_SECONDS,
-                              cpsat_first=CPSAT_FIRST)
-        pp.nodes += r.nodes
-        pp.methods.append(r.method)
-        if r.placed:
+    _exact(groups, left, final, node_budget, pp)
+    if pp.failed is not None:
+        pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
+    pp.nodes = sum(r.nodes for r in final if r is not None)
+    for k, (g, r) in enumerate(zip(groups, final)):
+        placed = r is not None and r.placed
+        if placed:
             bad = violations(g.inst, r.offsets)
-            if bad:  # the validator is written apart from the engine: a disagreement is a bug, never a plan
+            if bad:  # the validator is written apart from the engines: a disagreement is a bug, never a plan
                 raise RuntimeError(f"placement of tiles {g.tiles[:4]}… failed validation: {bad[0]}")
-            pp.offsets.append(r.offsets)
-            continue
-        pp.offsets.append(None)
-        tile = int(g.tiles[0])
-        if r.proven:
-            pp.failed, pp.reason = k, f"tile {tile} (and {len(g.tiles) - 1} like it): {r.reason}"
-            pp.cut = tile_literals(p, chosen, tile)
-        else:
-            pp.unknown, pp.reason = k, f"tile {tile} (and {len(g.tiles) - 1} like it): {r.reason}"
-        break
+        pp.offsets.append(r.offsets if placed else None)
+        pp.methods.append(r.method if r is not None else "")
     pp.seconds = time.perf_counter() - t0
     if report:
         s = pp.summary()
         report(f"placement: {s['tile_groups']} tile groups, {s['by_first_fit']} by first fit, {s['by_search']} by "
-               f"search ({s['search_nodes']:,} nodes), {s['by_cpsat']} by CP-SAT, {pp.seconds:.1f} s"
-               + ("" if pp.placed else f": {pp.reason}"))
+               f"search ({s['search_nodes']:,} nodes), {s['by_cpsat']} by CP-SAT ({pp.work:.1f} deterministic s), "
+               f"{pp.seconds:.1f} s" + ("" if pp.placed else f": {pp.reason}"))
     return pp
+
+
+def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: int, pp: PlanPlacement) -> None:
+    """The exact engines on the groups `left`, in two rounds within EXACT_BUDGET; fills `final` and, on a proof
+    or an undecided group, pp.failed or pp.unknown with the reason."""
+    budget = EXACT_BUDGET
+    undecided = []
+    for rnd, todo in ((1, left), (2, undecided)):
+        for i, k in enumerate(list(todo)):
+            g = groups[k]
+            what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
+            if budget <= 0:
+                pp.unknown, pp.reason = k, (f"{what}: the exact engines' {EXACT_BUDGET:g} deterministic seconds per "
+                                            f"plan ran out with {len(todo) - i + (len(undecided) if rnd == 1 else 0)} "
+                                            f"groups open")
+                return
+            if rnd == 1:
+                r = place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=min(CPSAT_SECONDS, budget),
+                          cpsat_first=min(CPSAT_FIRST, budget))
+            else:
+                r = place_cpsat(g.inst, min(HARD_SECONDS, budget))
+                r.nodes = final[k].nodes
+            budget -= r.work
+            pp.work += r.work
+            final[k] = r
+            if r.proven and not r.placed:
+                pp.failed, pp.reason = k, f"{what}: {r.reason}"
+                return
+            if not r.placed and rnd == 1:
+                undecided.append(k)
+            elif not r.placed:
+                pp.unknown, pp.reason = k, f"{what}: {r.reason}"
+                return
 
 
 def _ranges(tiles: np.ndarray) -> list[list[int]]:
