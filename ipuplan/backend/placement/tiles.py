@@ -83,6 +83,7 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
     if pp.failed is not None:
         pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
     pp.nodes = sum(r.nodes for r in final if r is not None)
+    pp.work = sum(r.work for r in final if r is not None)
     for k, (g, r) in enumerate(zip(groups, final)):
         placed = r is not None and r.placed
         if placed:
@@ -103,25 +104,23 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
 def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: int, pp: PlanPlacement) -> None:
     """The exact engines on the groups `left`, in two rounds within EXACT_BUDGET; fills `final` and, on a proof
     or an undecided group, pp.failed or pp.unknown with the reason."""
-    budget = EXACT_BUDGET
     undecided = []
     for rnd, todo in ((1, left), (2, undecided)):
-        for i, k in enumerate(list(todo)):
+        for k in list(todo):
             g = groups[k]
             what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
+            budget = EXACT_BUDGET - sum(final[j].work for j in left if final[j] is not None)
             if budget <= 0:
+                still = sum(final[j] is None or not final[j].placed for j in left)
                 pp.unknown, pp.reason = k, (f"{what}: the exact engines' {EXACT_BUDGET:g} deterministic seconds per "
-                                            f"plan ran out with {len(todo) - i + (len(undecided) if rnd == 1 else 0)} "
-                                            f"groups open")
+                                            f"plan ran out with {still} groups open")
                 return
             if rnd == 1:
                 r = place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=min(CPSAT_SECONDS, budget),
                           cpsat_first=min(CPSAT_FIRST, budget))
-            else:
+            else:  # the group's record keeps what the first round spent on it
                 r = place_cpsat(g.inst, min(HARD_SECONDS, budget))
-                r.nodes = final[k].nodes
-            budget -= r.work
-            pp.work += r.work
+                r.nodes, r.work = final[k].nodes, final[k].work + r.work
             final[k] = r
             if r.proven and not r.placed:
                 pp.failed, pp.reason = k, f"{what}: {r.reason}"

@@ -97,11 +97,15 @@ def _rows_of(hi, lo, key, cols, c0, r0, c) -> bool:
 def rows_of(d: Decoded, tensor: int, gen: int, cols: int, c0: int):
     """(r0 [V, R], c [V, R, W]) as `Decoded.holds` and the row arithmetic give them, in one pass; None where a
     word is not of the tensor and iteration or a row mixes tensor rows (the caller then names the word)."""
-    if d.hi.ndim != 3 or cols <= 0 or not (0 <= int(tensor) <= 0x7FFF and 0 <= int(gen) <= 0xFF):
+    if d.hi.ndim != 3 or cols <= 0:
+        return None
+    try:
+        key = held_key(tensor, gen)
+    except ValueError:  # no word holds it
         return None
     V, R, W = d.hi.shape
     r0, c = np.empty((V, R), np.int64), np.empty((V, R, W), np.int64)
-    if V * R * W == 0 or not _rows_of(d.hi, d.lo, held_key(tensor, gen), np.int64(cols), np.int64(c0), r0, c):
+    if V * R * W == 0 or not _rows_of(d.hi, d.lo, key, np.int64(cols), np.int64(c0), r0, c):
         return None
     return r0, c
 
