@@ -6,6 +6,7 @@ on some tile becomes a cut and the planner solves again; otherwise the verdict i
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,22 +175,26 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
     with HEADROOM_STEP more bytes kept free per tile (at most MAX_HEADROOM more): FIT only when placed, and a
     verdict reached after a cut or more headroom is never INFEASIBLE. A placed probe plan more than KEEP_WITHIN
     slower than the fastest is kept in hand while the planner solves once more with more headroom; the faster of
-    the two placed plans is the answer. Returns (result, placement, the options solved with)."""
+    the two placed plans is the answer. --time-limit bounds the whole job, every solve and placement in it:
+    a placement the wall clock stops is UNKNOWN, not solved again. Returns (result, placement, the options
+    solved with)."""
     from ..backend.placement.tiles import place_plan
+    deadline = time.perf_counter() + opts.time_limit
     cuts: list = []
     extra = 0
     kept = None  # (result, placement, options): a placed probe plan while a faster one is sought
     while True:
         o = dataclasses.replace(opts, cuts=tuple(cuts), headroom=opts.headroom + extra)
         # with a plan in hand an INFEASIBLE retry only means "keep it": no core to minimize
-        result = solve(graph, target, o if kept is None else dataclasses.replace(o, explain=False), report)
+        result = solve(graph, target, o if kept is None else dataclasses.replace(o, explain=False), report,
+                       deadline=deadline)
         if (cuts or extra) and result.verdict is Verdict.INFEASIBLE:
             result.verdict = Verdict.UNKNOWN
             result.reason = (f"the placement of an earlier plan was {'impossible' if cuts else 'undecided'}, and with "
                              f"{len(cuts)} cuts and {extra:,} B more headroom no plan is left; not a proof")
         if result.verdict is not Verdict.FIT or opts.strategy != "cpsat":
             return _faster(kept, None, extra, report) or (result, None, o)
-        pp = place_plan(result.problem, result.chosen, report=report)
+        pp = place_plan(result.problem, result.chosen, report=report, deadline=deadline)
         result.stats["placement"] = dict(pp.summary(), cuts=len(cuts), headroom_added=extra,
                                          seconds=round(pp.seconds, 3))
         if pp.placed:
@@ -199,7 +204,12 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
                 report(f"placement proven impossible on {pp.reason}; cutting that combination and solving again")
             cuts.append((int(pp.groups[pp.failed].tiles[0]), tuple(pp.cut)))
             continue
-        fallen = _fall_back(result, pp, report)
+        if pp.timed_out:
+            if kept is not None:
+                return _faster(kept, None, extra, report)
+            result.verdict, result.reason = Verdict.UNKNOWN, f"placement: {pp.reason}"
+            return result, None, o
+        fallen = _fall_back(result, pp, report, deadline)
         if fallen is not None:
             fb = result.stats["placement"]["fell_back"]
             if (kept is None and pp.unknown is not None and extra < MAX_HEADROOM
@@ -244,14 +254,14 @@ def _faster(kept, got, extra: int, report):
     return kept
 
 
-def _fall_back(result: SolveResult, pp, report):
+def _fall_back(result: SolveResult, pp, report, deadline: float | None = None):
     """The first of the search's slower plans (the probe's) that places, made the result's plan; None if none
     does. Cheaper than solving again when the faster plan's placement is undecided; its cycles are its own."""
     from ..backend.placement.tiles import place_plan
     for chosen, body in result.alternates:
         if report:
             report(f"placement of the fastest plan: {pp.reason}; placing the probe's plan")
-        alt = place_plan(result.problem, chosen, report=report)
+        alt = place_plan(result.problem, chosen, report=report, deadline=deadline)
         if alt.placed:
             faster = result.plan["cycles"]["modeled"]
             result.plan, result.chosen, result.alternates = body(), chosen, []

@@ -96,10 +96,11 @@ class SolveResult:
 
 
 def solve(graph: Graph, target: Target, opts: SolveOptions,
-          report: Callable[[str], None] | None = None) -> SolveResult:
-    """Plan `graph` on `target`."""
+          report: Callable[[str], None] | None = None, deadline: float | None = None) -> SolveResult:
+    """Plan `graph` on `target`; `deadline` (time.perf_counter()), when given, is the job's wall clock in place
+    of opts.time_limit from now (a job that solves again keeps one --time-limit)."""
     t0 = time.perf_counter()
-    budget = Budget.start(opts.effort, opts.time_limit)
+    budget = Budget(opts.effort, deadline) if deadline is not None else Budget.start(opts.effort, opts.time_limit)
     machine = machine_bound(graph, target, opts.support_reserve)
     if machine.proves:
         if report:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import copy
 import json
 
+import numpy as np
 import pytest
 
 from ipuplan.backend.placement import Buffer, Instance, place, violations
 from ipuplan.backend.placement.search import first_fit
-from ipuplan.backend.placement.tiles import PlanPlacement, placement_doc
+from ipuplan.backend.placement.problem import Placement
+from ipuplan.backend.placement.tiles import PlanPlacement, placement_doc, slack
 from ipuplan.checker.plan import check_plan
 from ipuplan.model import build_graph, load_model
 from ipuplan.solver.solve import SolveOptions, solve
@@ -131,6 +133,30 @@ def test_verdict_unknown_when_a_tile_cannot_be_placed_within_the_node_budget(mon
     assert not (tmp_path / "plan.json").exists()
 
 
+def test_a_placement_the_time_limit_stops_is_unknown_and_not_solved_again(monkeypatch, tmp_path):
+    import ipuplan.backend.placement.tiles as tiles
+    import ipuplan.solver.driver as driver
+    real, solves, deadlines = tiles.place_plan, [], []
+    real_solve = driver.solve
+
+    def timed_out(p, chosen, **kw):
+        deadlines.append(kw["deadline"])
+        pp = real(p, chosen, **kw)
+        pp.unknown, pp.timed_out, pp.reason = 0, True, "tile 0: the --time-limit ran out (forced by the test)"
+        return pp
+
+    def counting(*a, **kw):
+        solves.append(kw["deadline"])
+        return real_solve(*a, **kw)
+
+    monkeypatch.setattr(tiles, "place_plan", timed_out)
+    monkeypatch.setattr(driver, "solve", counting)
+    assert run_main("solve", MODELS / "vit-small.yaml", "-o", tmp_path) == 3
+    v = json.loads((tmp_path / "verdict.json").read_text())
+    assert "--time-limit ran out" in v["unknown"]["reason"]
+    assert len(solves) == 1 and deadlines == solves  # one job-wide deadline, no solve with more headroom
+
+
 # capacity 8: first fit fails in every order ([4, steps 1-2] then [3, 3] and [2, 3] beside [3, steps 2-3]),
 # yet a placement exists (0, 0, 3, 5)
 _STUBBORN = Instance(8, (Buffer("a", 4, 1, 2), Buffer("b", 3, 3, 3), Buffer("c", 2, 3, 3), Buffer("d", 3, 2, 3)))
@@ -173,9 +199,47 @@ def test_the_budget_spent_leaves_the_plan_undecided(monkeypatch):
 
 
 def test_a_group_proven_unplaceable_is_the_cut_and_ends_the_placement(monkeypatch):
+    # the overfull group is the tightest (slack -1): taken first, it ends the placement before the others
     pp = _plan_of(monkeypatch, [_STUBBORN, _FULL, _STUBBORN])
     assert pp.failed == 1 and pp.cut == [("tile", 1)] and "tile 1" in pp.reason
-    assert pp.offsets[0] is not None and pp.offsets[1:] == [None, None]
+    assert pp.offsets == [None, None, None] and pp.work == 0
+
+
+# _STUBBORN with a byte to spare at its fullest step
+_LOOSE = Instance(9, _STUBBORN.buffers)
+
+
+def test_slack_is_the_free_bytes_at_the_fullest_step():
+    assert slack(_STUBBORN) == 0 and slack(_FULL) == -1 and slack(_LOOSE) == 1
+    assert slack(Instance(8, ())) == 8
+
+
+def test_the_tightest_groups_go_first_and_an_undecided_one_stops_the_rest(monkeypatch):
+    import ipuplan.backend.placement.tiles as tiles
+    seen = []
+
+    def undecided_on_stubborn(inst, seconds, wall_seconds=None):
+        seen.append(inst)
+        return Placement([None] * len(inst.buffers), False, False, 0, "CP-SAT", "undecided (forced by the test)")
+
+    monkeypatch.setattr(tiles, "place_cpsat", undecided_on_stubborn)
+    monkeypatch.setattr(tiles, "first_fit", lambda inst: None)  # it would place _LOOSE
+    pp = _plan_of(monkeypatch, [_LOOSE, _STUBBORN, _LOOSE], CPSAT_FIRST=0.0, CPSAT_SECONDS=0.0)
+    # the first engines leave tile 1 (the tightest) undecided, its longer run too: the loose groups never start
+    assert pp.unknown == 1 and "tile 1" in pp.reason and seen == [_STUBBORN]
+    assert pp.offsets == [None, None, None]
+
+
+def test_the_wall_clock_stops_the_placement_undecided_and_says_so(monkeypatch):
+    import time
+    import ipuplan.backend.placement.tiles as tiles
+    groups = [tiles.TileGroup(np.array([t]), _STUBBORN) for t in range(3)]
+    monkeypatch.setattr(tiles, "tile_groups", lambda p, chosen: groups)
+    monkeypatch.setattr(tiles, "QUICK_NODES", 0)
+    pp = tiles.place_plan(None, set(), node_budget=0, deadline=time.perf_counter() - 1)
+    assert pp.unknown == 0 and pp.timed_out and "--time-limit ran out" in pp.reason and pp.work == 0
+    pp = tiles.place_plan(None, set(), node_budget=0, deadline=time.perf_counter() + 600)
+    assert pp.placed and not pp.timed_out
 
 
 def test_more_groups_than_the_exact_engines_take_are_undecided_at_once(monkeypatch):

@@ -93,8 +93,8 @@ def _undecided(monkeypatch, which):
     real = tiles.place_plan
     placed: list[set] = []
 
-    def some_are_undecided(p, chosen, node_budget=tiles.NODE_BUDGET, report=None):
-        pp = real(p, chosen, node_budget, report)
+    def some_are_undecided(p, chosen, node_budget=tiles.NODE_BUDGET, report=None, deadline=None):
+        pp = real(p, chosen, node_budget, report, deadline)
         placed.append(set(chosen))
         if which(len(placed)):
             pp.unknown, pp.reason = 0, "made undecided by the test"

@@ -16,7 +16,8 @@ from ...cpsat import run as run_cpsat
 from .problem import Instance, Placement
 
 
-def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0) -> Placement:
+def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0, wall_seconds: float | None = None) -> Placement:
+    """Place `inst` within `deterministic_seconds` (`wall_seconds`, when given, stops it early: undecided)."""
     m = cp_model.CpModel()
     bs = inst.buffers
     n = len(bs)
@@ -73,6 +74,8 @@ def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0) -> Placemen
     s.parameters.max_deterministic_time = deterministic_seconds
     s.parameters.num_workers = 1
     s.parameters.random_seed = 0
+    if wall_seconds is not None:
+        s.parameters.max_time_in_seconds = max(0.01, wall_seconds)
     st = run_cpsat(s, m)
     work = float(s.deterministic_time)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -34,6 +34,7 @@ class PlanPlacement:
     work: float = 0.0  # deterministic CP-SAT seconds the exact engines spent
     failed: int | None = None  # index of a group proven unplaceable
     unknown: int | None = None  # index of a group the node budget ran out on
+    timed_out: bool = False  # the wall clock, not a budget, left it undecided
     reason: str = ""
     cut: list[tuple] = field(default_factory=list)  # literals that together cannot be placed on that tile
 
@@ -53,12 +54,15 @@ class PlanPlacement:
                 "search_nodes": self.nodes, "highest_address": max(heights) if heights else 0}
 
 
-def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> PlanPlacement:
+def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
+               deadline: float | None = None) -> PlanPlacement:
     """First fit on every tile group, a short canonical search on those it leaves, then the exact engines on
     what is still open (at most EXACT_GROUPS groups, else "undecided" at once and the planner keeps more bytes
-    free instead): a first round on each group, then a longer CP-SAT run on each the first round left undecided,
-    all within EXACT_BUDGET deterministic CP-SAT seconds. A group proven unplaceable ends the placement (its
-    literals become the planner's cut); one still undecided, or the budget spent, leaves the plan undecided."""
+    free instead): tightest group first, the first engines and then, if they leave it undecided, a longer
+    CP-SAT run, all within EXACT_BUDGET deterministic CP-SAT seconds. A group proven unplaceable ends the
+    placement (its literals become the planner's cut); one still undecided, or the budget spent, leaves the
+    plan undecided. `deadline` (time.perf_counter()) is the job's wall clock: reached, the plan is undecided
+    and `timed_out`, the only way the machine's speed changes the answer."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
@@ -79,7 +83,7 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
         return pp
-    _exact(groups, left, final, node_budget, pp)
+    _exact(groups, left, final, node_budget, pp, deadline)
     if pp.failed is not None:
         pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
     pp.nodes = sum(r.nodes for r in final if r is not None)
@@ -101,34 +105,54 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None) -> P
     return pp
 
 
-def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: int, pp: PlanPlacement) -> None:
-    """The exact engines on the groups `left`, in two rounds within EXACT_BUDGET; fills `final` and, on a proof
-    or an undecided group, pp.failed or pp.unknown with the reason."""
-    undecided = []
-    for rnd, todo in ((1, left), (2, undecided)):
-        for k in list(todo):
-            g = groups[k]
-            what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
+def slack(inst) -> int:
+    """Bytes free at the instance's fullest step: how tight its packing is, before any address is chosen."""
+    sized = [b for b in inst.buffers if b.size]
+    if not sized:
+        return inst.capacity
+    steps = max(b.last for b in sized) + 2
+    live = np.zeros(steps, np.int64)
+    np.add.at(live, [b.first for b in sized], [b.size for b in sized])
+    np.add.at(live, [b.last + 1 for b in sized], [-b.size for b in sized])
+    return int(inst.capacity - np.cumsum(live).max())
+
+
+def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: int, pp: PlanPlacement,
+           deadline: float | None = None) -> None:
+    """The exact engines on the groups `left`, tightest first, within EXACT_BUDGET: each group the first
+    engines, then at once the longer CP-SAT run if they leave it undecided. Fills `final` and, on a proof or
+    an undecided group, pp.failed or pp.unknown with the reason. Any group undecided leaves the plan undecided
+    whatever the order, so the order changes only how soon that is known: the tightest groups are the ones
+    likeliest to stay undecided. The wall clock (`deadline`, perf_counter) only stops the engines early."""
+    for k in sorted(left, key=lambda k: (slack(groups[k].inst), k)):
+        g = groups[k]
+        what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
+        for rnd in (1, 2):
             budget = EXACT_BUDGET - sum(final[j].work for j in left if final[j] is not None)
-            if budget <= 0:
+            wall = None if deadline is None else deadline - time.perf_counter()
+            if budget <= 0 or (wall is not None and wall <= 0):
                 still = sum(final[j] is None or not final[j].placed for j in left)
-                pp.unknown, pp.reason = k, (f"{what}: the exact engines' {EXACT_BUDGET:g} deterministic seconds per "
-                                            f"plan ran out with {still} groups open")
+                pp.unknown, pp.timed_out = k, budget > 0
+                pp.reason = (f"{what}: the --time-limit ran out during the placement with {still} groups open"
+                             if budget > 0 else f"{what}: the exact engines' {EXACT_BUDGET:g} deterministic "
+                             f"seconds per plan ran out with {still} groups open")
                 return
             if rnd == 1:
                 r = place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=min(CPSAT_SECONDS, budget),
-                          cpsat_first=min(CPSAT_FIRST, budget))
-            else:  # the group's record keeps what the first round spent on it
-                r = place_cpsat(g.inst, min(HARD_SECONDS, budget))
+                          cpsat_first=min(CPSAT_FIRST, budget), wall_seconds=wall)
+            else:  # the group's record keeps what the first engines spent on it
+                r = place_cpsat(g.inst, min(HARD_SECONDS, budget), wall_seconds=wall)
                 r.nodes, r.work = final[k].nodes, final[k].work + r.work
             final[k] = r
-            if r.proven and not r.placed:
+            if r.placed:
+                break
+            if r.proven:
                 pp.failed, pp.reason = k, f"{what}: {r.reason}"
                 return
-            if not r.placed and rnd == 1:
-                undecided.append(k)
-            elif not r.placed:
-                pp.unknown, pp.reason = k, f"{what}: {r.reason}"
+            if rnd == 2:
+                late = deadline is not None and time.perf_counter() >= deadline
+                pp.unknown, pp.timed_out = k, late
+                pp.reason = f"{what}: {r.reason}" + ("; the --time-limit ran out during it" if late else "")
                 return
 
 
