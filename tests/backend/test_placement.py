@@ -95,10 +95,10 @@ def test_exact_search_agrees_with_brute_force(inst, heuristic):
 
 
 @settings(max_examples=150, deadline=None)
-@given(instances())
-def test_cpsat_engine_agrees_with_brute_force(inst):
+@given(instances(), st.booleans())
+def test_cpsat_engine_agrees_with_brute_force(inst, bottom_left):
     from ipuplan.backend.placement.cpsat import place_cpsat
-    res = place_cpsat(inst)
+    res = place_cpsat(inst, bottom_left=bottom_left)
     assert res.proven
     assert res.placed == _brute(inst)
     if res.placed:
