@@ -218,7 +218,7 @@ def test_the_tightest_groups_go_first_and_an_undecided_one_stops_the_rest(monkey
     import ipuplan.backend.placement.tiles as tiles
     seen = []
 
-    def undecided_on_stubborn(inst, seconds, wall_seconds=None):
+    def undecided_on_stubborn(inst, seconds, deadline=None):
         seen.append(inst)
         return Placement([None] * len(inst.buffers), False, False, 0, "CP-SAT", "undecided (forced by the test)")
 

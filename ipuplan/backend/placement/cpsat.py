@@ -12,15 +12,17 @@ deterministic time limit, one worker, a fixed seed: the same instance gives the 
 
 from __future__ import annotations
 
+import time
+
 from ortools.sat.python import cp_model
 
 from ...cpsat import run as run_cpsat
 from .problem import Instance, Placement
 
 
-def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0, wall_seconds: float | None = None,
+def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0, deadline: float | None = None,
                 bottom_left: bool = True) -> Placement:
-    """Place `inst` within `deterministic_seconds` (`wall_seconds`, when given, stops it early: undecided).
+    """Place `inst` within `deterministic_seconds` (`deadline`, a time.perf_counter(), stops it early: undecided).
     `bottom_left` leads CP-SAT's search with the bottom-left rule; False leaves the search to CP-SAT (the
     engine before the rule, kept for comparison: bench/placement_cpsat.py)."""
     m = cp_model.CpModel()
@@ -83,8 +85,8 @@ def place_cpsat(inst: Instance, deterministic_seconds: float = 20.0, wall_second
     s.parameters.max_deterministic_time = deterministic_seconds
     s.parameters.num_workers = 1
     s.parameters.random_seed = 0
-    if wall_seconds is not None:
-        s.parameters.max_time_in_seconds = max(0.01, wall_seconds)
+    if deadline is not None:
+        s.parameters.max_time_in_seconds = max(0.01, deadline - time.perf_counter())
     st = run_cpsat(s, m)
     work = float(s.deterministic_time)
     if st in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -16,7 +16,6 @@ instance the node budget leaves undecided goes to CP-SAT (cpsat.py) on a determi
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,14 +85,13 @@ def _greedy_orders(inst: Instance) -> list[np.ndarray]:
 
 
 def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristic: bool = True,
-          cpsat_seconds: float = 20.0, cpsat_first: float = 0.0, wall_seconds: float | None = None) -> Placement:
+          cpsat_seconds: float = 20.0, cpsat_first: float = 0.0, deadline: float | None = None) -> Placement:
     """Place every buffer (first fit; with `cpsat_first`, a short CP-SAT run; then the canonical search within
     `node_budget` nodes; then CP-SAT within `cpsat_seconds` deterministic seconds), or prove that no placement
     exists. Tiles (a hundred or two buffers, windows and conflicts) suit CP-SAT first; MiniMalloc's large
-    perfect packings suit the canonical search. `wall_seconds`, counted from the call, stops the CP-SAT runs
-    early (undecided)."""
+    perfect packings suit the canonical search. `deadline` (time.perf_counter()) stops the CP-SAT runs early
+    (undecided)."""
     from .cpsat import place_cpsat
-    t0 = time.perf_counter()
     if heuristic:
         r = first_fit(inst)
         if r is not None:
@@ -101,7 +99,7 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
         heuristic = False
     spent = 0.0
     if cpsat_first > 0:
-        c = place_cpsat(inst, cpsat_first, wall_seconds)
+        c = place_cpsat(inst, cpsat_first, deadline)
         if c.placed or c.proven:
             return c
         spent = c.work
@@ -109,7 +107,7 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
     r.work = spent
     if r.placed or r.proven or cpsat_seconds <= 0:
         return r
-    c = place_cpsat(inst, cpsat_seconds, None if wall_seconds is None else wall_seconds - (time.perf_counter() - t0))
+    c = place_cpsat(inst, cpsat_seconds, deadline)
     c.nodes, c.work = r.nodes, c.work + spent
     if not c.placed and not c.proven:
         c.reason = f"{r.reason}; {c.reason}"

@@ -129,8 +129,7 @@ def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: i
         what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
         for rnd in (1, 2):
             budget = EXACT_BUDGET - sum(final[j].work for j in left if final[j] is not None)
-            wall = None if deadline is None else deadline - time.perf_counter()
-            if budget <= 0 or (wall is not None and wall <= 0):
+            if budget <= 0 or (deadline is not None and time.perf_counter() >= deadline):
                 still = sum(final[j] is None or not final[j].placed for j in left)
                 pp.unknown, pp.timed_out = k, budget > 0
                 pp.reason = (f"{what}: the --time-limit ran out during the placement with {still} groups open"
@@ -139,9 +138,9 @@ def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: i
                 return
             if rnd == 1:
                 r = place(g.inst, node_budget=node_budget, heuristic=False, cpsat_seconds=min(CPSAT_SECONDS, budget),
-                          cpsat_first=min(CPSAT_FIRST, budget), wall_seconds=wall)
+                          cpsat_first=min(CPSAT_FIRST, budget), deadline=deadline)
             else:  # the group's record keeps what the first engines spent on it
-                r = place_cpsat(g.inst, min(HARD_SECONDS, budget), wall_seconds=wall)
+                r = place_cpsat(g.inst, min(HARD_SECONDS, budget), deadline)
                 r.nodes, r.work = final[k].nodes, final[k].work + r.work
             final[k] = r
             if r.placed:
