@@ -299,7 +299,18 @@ def _print_what_if(r: dict) -> None:
             if b:
                 out.print(f"  one byte less per tile: {b['verdict']}, {b['evidence']} ({b['dir']})", highlight=False)
         else:
-            out.print(f"what-if memory: {r['note']}")
+            out.print(f"what-if memory: {r['note']}", highlight=False)
+        lo = r.get("least_overflowing")
+        if lo:  # sought by the what-if itself (the solve left none): where it overflows most, and by what
+            out.print(f"  the least-overflowing plan: {lo['deficit_bytes']:,} B over on tile {lo['tile']} at "
+                      f"{lo['step']}" + (" (no plan overflows less)" if lo["slack_lower_bound"] == lo["deficit_bytes"] else
+                                         f" (no plan overflows less than {max(0, lo['slack_lower_bound']):,} B)")
+                      + "; live on that tile then:", highlight=False)
+            for c in lo["contributors"]:
+                out.print(f"    {c['bytes']:>9,} B  {c['tensor']}", markup=False, highlight=False)
+            for a in lo["alternatives"]:
+                out.print(f"    {a['op']}: {a['chosen']} -> {a['cheapest_here']} saves {a['saves']:,} B here",
+                          markup=False, highlight=False)
         return
     out.print(f"what-if {r['kind']}: largest FIT {r['largest_fit']} ({r.get('fit_evidence')}), smallest INFEASIBLE "
               f"{r['smallest_infeasible']} ({r.get('infeasible_evidence')}); probes: "

@@ -87,6 +87,11 @@ def dominant_rows(M: np.ndarray) -> np.ndarray:
     return np.sort(first[keep])
 
 
+def problem_classes(p) -> list[TileClass]:
+    """The tile classes of a problem's data contributions (exchange vectors get their own rows)."""
+    return tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+
+
 def tile_classes(vectors: list[np.ndarray], tiles: int) -> list[TileClass]:
     """Group tiles by their row of every contribution vector; keep classes no other class dominates.
 

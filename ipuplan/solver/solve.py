@@ -27,7 +27,7 @@ from ..plan import peak, region_usage
 from ..target import Target
 from .budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired
 from .certificate import build_certificate, choice_record
-from .classes import tile_classes, tile_ranges
+from .classes import problem_classes, tile_ranges
 from .explain import elastic_explanation, minimize_core
 from .probe import probe
 from .rounds import build_model, chosen_literals, exchange_usage, solve_rounds, tile_usage
@@ -132,7 +132,7 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
 def solve_beam(p: Problem, opts: SolveOptions, report, t0: float) -> SolveResult:
     """The beam strategy: finalists as plan bodies, best first; the driver accepts the first that checks."""
     from .beam import beam_search
-    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    classes = problem_classes(p)
     finals, bstats = beam_search(p, opts.beam_width)
     if report:
         report(f"beam width {opts.beam_width}: {bstats['expanded']} candidates, {bstats['screened_out']} "
@@ -151,8 +151,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     """Solve a built problem: FIT with a plan, INFEASIBLE with a certificate, or UNKNOWN with the reason."""
     budget = budget or Budget.start(opts.effort, opts.time_limit)
     t0 = time.perf_counter()
-    data = sorted({cb.vec for cb in p.contribs})  # exchange vectors get their own rows (exchange family)
-    classes = tile_classes([p.vectors[i] for i in data], p.target.tiles)
+    classes = problem_classes(p)
     ctx = build_model(p, classes, objective=True, free=opts.slack, cuts=opts.cuts)
     stats = {"literals": len(ctx.x), "constraints": ctx.constraints,
              "tile_classes": len(classes), "implementations": sum(len(v) for v in p.impls.values()),

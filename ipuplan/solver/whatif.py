@@ -144,19 +144,70 @@ def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None 
             "probes": {str(k): {True: "FIT", False: "INFEASIBLE", None: "UNKNOWN"}[r] for k, r in sorted(known.items())}}
 
 
+def _problem(job: Job):
+    """(target, problem) of a job, built as its solve builds them."""
+    from .problem import build_problem
+    _, target, graph = load_job(job)
+    o = job.options
+    return target, build_problem(graph, target, o.batch, o.support_reserve, o.use_relays, o.table_budget,
+                                 o.headroom, o.catalogue)
+
+
+def least_overflow(job: Job, report=None) -> dict:
+    """The least-overflowing plan of a job whose solve left none: an UNKNOWN (no plan, no proof), or an
+    INFEASIBLE solved with --no-explain or whose explanation its time limit cut short. The same elastic model
+    the explanation solves, on the solve's effort; its deficit is exact (the bound equals it) or an upper
+    bound, as there."""
+    from .budget import Budget, WallClockExpired
+    from .classes import problem_classes
+    from .explain import elastic_explanation
+    _, p = _problem(job)
+    o = job.options
+    empty = [k for k, v in p.impls.items() if not v]
+    if empty:
+        return {"status": f"the {o.catalogue.value} catalogue has no implementation of {', '.join(empty)}"}
+    if report:
+        report(f"the least-overflowing plan: every capacity given a slack, their sum minimized ({o.effort:g} "
+               "deterministic seconds)")
+    budget = Budget.start(o.effort, o.time_limit)
+    try:
+        return elastic_explanation(p, problem_classes(p), o, budget.share(1.0), budget)
+    except WallClockExpired:
+        return {"status": f"the time limit of {o.time_limit:g} s ran out"}
+
+
+def _summary(ex: dict) -> dict:
+    """What a least-overflowing plan puts where it overflows most: tile, step, deficit, contributors, cheaper
+    choices."""
+    return {k: ex[k] for k in ("deficit_bytes", "tile", "step", "slack_lower_bound", "tables_over",
+                               "fragments_over")} | {"contributors": ex["contributors"][:12],
+                                                     "alternatives": ex["alternatives"][:6]}
+
+
 def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     ex = doc.get("core", {}).get("explanation") or {}
     if doc["verdict"] == "FIT":
         return {"kind": "memory", "note": "the model fits; peak per-tile bytes are in plan.json",
                 "peak_bytes": doc["peaks"]["total"]["bytes"]}
-    if "deficit_bytes" not in ex:
-        return {"kind": "memory", "note": "no least-overflowing plan was found within the time limit"}
+    searched = None
+    if "deficit_bytes" not in ex:  # the solve left no least-overflowing plan: seek it now
+        ex = least_overflow(job, report)
+        if "deficit_bytes" not in ex:
+            return {"kind": "memory", "note": f"no least-overflowing plan was found within the effort of "
+                                              f"{job.options.effort:g} deterministic seconds ({ex['status']})"}
+        searched = _summary(ex)
+        if not (ex["deficit_bytes"] or ex["tables_over"] or ex["fragments_over"]):
+            return {"kind": "memory", "deficit_bytes": 0, "least_overflowing": searched,
+                    "note": "the least-overflowing plan overflows nothing: the catalogue has a plan within this "
+                            "memory (exact on every tile, not yet placed) that the solve did not reach within its "
+                            "effort; solve again with more --effort"}
     if ex.get("tables_over") or ex.get("fragments_over"):  # the elastic sum is not a memory figure then
         what = " and ".join(x for x in (f"its exchange tables by {ex['tables_over']:,} B" if ex.get("tables_over")
                                         else "", f"its fragments by {ex['fragments_over']:,}"
                                         if ex.get("fragments_over") else "") if x)
         return {"kind": "memory", "limited_by": "exchange", "deficit_bytes": ex["deficit_bytes"],
                 "tables_over": ex.get("tables_over", 0), "fragments_over": ex.get("fragments_over", 0),
+                "least_overflowing": searched,
                 "note": f"the least-overflowing plan overflows {what}"
                         + (f" (and memory by {ex['deficit_bytes']:,} B)" if ex["deficit_bytes"] else ", not memory")
                         + ": more SRAM per tile alone does not make it fit; the exchange limits are "
@@ -183,7 +234,8 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
             report(f"usable +{deficit - 1:,} B: {below['verdict']}, {below['evidence']}")
     return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
             "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
-            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below}
+            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below,
+            "least_overflowing": searched}
 
 
 def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
@@ -191,11 +243,8 @@ def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
     it per op: its implementation against the fastest plan's."""
     from ..errors import InputError
     from .ceiling import floor, free_optimum, memory_costs
-    from .problem import build_problem
-    _, target, graph = load_job(job)
     o = job.options
-    p = build_problem(graph, target, o.batch, o.support_reserve, o.use_relays, o.table_budget, o.headroom,
-                      o.catalogue)
+    target, p = _problem(job)
     empty = [k for k, v in p.impls.items() if not v]
     if empty:
         return {"kind": "speed", "note": f"the {o.catalogue.value} catalogue has no implementation of "

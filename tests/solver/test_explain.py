@@ -28,13 +28,12 @@ def test_every_guard_has_its_own_name(tmp_path):
     from collections import Counter
 
     from ipuplan.model import build_graph, load_model
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.solve import build_model
     from ipuplan.target import load_target
     p = build_problem(build_graph(load_model(MODELS / "vit-small.yaml"), 4), load_target(_target(tmp_path, 16)), 4)
-    ctx = build_model(p, tile_classes([p.vectors[i] for i in sorted({c.vec for c in p.contribs})], 16),
-                      objective=False)
+    ctx = build_model(p, problem_classes(p), objective=False)
     assert sum(e.buf == "head.kv" and e.consumer == "head.attn" for e in p.edges) == 2, "the case has two such edges"
     names = Counter(info.name for _, info in ctx.guards)
     assert [n for n, k in names.items() if k > 1] == []
@@ -44,7 +43,7 @@ def test_minimal_core_every_member_necessary(tmp_path):
     """Removing any member of the reported core leaves a feasible sub-problem."""
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver.solve import SolveOptions, Verdict, build_model, solve
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.target import load_target
     from ortools.sat.python import cp_model
 
@@ -53,8 +52,7 @@ def test_minimal_core_every_member_necessary(tmp_path):
     r = solve(g, t, SolveOptions(batch=4, headroom=int(HEADROOM)))
     assert r.verdict is Verdict.INFEASIBLE and r.core and r.stats["core_minimal"]
     p = r.problem
-    classes = tile_classes([p.vectors[i] for i in sorted({c.vec for c in p.contribs})], t.tiles)
-    ctx = build_model(p, classes, objective=False)
+    ctx = build_model(p, problem_classes(p), objective=False)
     from ipuplan.solver.solve import _same_rows
     _same_rows(ctx, r.model_rows)
     lits = {info.name: v for v, info in ctx.guards}
@@ -100,6 +98,32 @@ def test_what_if_memory_is_confirmed_by_a_fit(cli, tmp_path, catalogue):
     if below:
         assert below["verdict"] == "INFEASIBLE" and below["evidence"].startswith("certificate checked") or \
             below["verdict"] == "UNKNOWN" and below["evidence"].startswith("no certificate")
+
+
+def test_what_if_memory_seeks_the_least_overflow_a_solve_left_out(cli, tmp_path):
+    """An UNKNOWN (here the wall clock ran out at once) and an INFEASIBLE solved with --no-explain carry no
+    least-overflowing plan; `--what-if memory` seeks it itself, names the tile, step and what is live there,
+    and reaches the budget the explained INFEASIBLE reaches (the elastic optimum is unique when proven)."""
+    t = _target(tmp_path, 16)
+    dirs = {}
+    for name, extra in (("unknown", ("--time-limit", "0.001")), ("infeasible", ("--no-explain",)),
+                        ("explained", ())):
+        dirs[name] = tmp_path / name
+        cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", HEADROOM,
+            "--catalogue", "grid", *extra, "-o", dirs[name])
+    verdicts = {k: json.loads((d / "verdict.json").read_text()) for k, d in dirs.items()}
+    assert [v["verdict"] for v in verdicts.values()] == ["UNKNOWN", "INFEASIBLE", "INFEASIBLE"]
+    assert "deficit_bytes" not in verdicts["infeasible"]["core"].get("explanation", {})
+    w = {k: json.loads(cli("explain", d, "--what-if", "memory", "--json").out)["what_if"] for k, d in dirs.items()}
+    for k in ("unknown", "infeasible"):
+        lo = w[k]["least_overflowing"]
+        assert lo["deficit_bytes"] == w[k]["deficit_bytes"] > 0 and lo["contributors"] and 0 <= lo["tile"] < 16
+        assert w[k]["confirmed_fit"], w[k]
+    assert w["explained"]["least_overflowing"] is None  # the solve's own explanation was used
+    if all(x["exact"] for x in w.values()):
+        assert len({x["needs_usable_bytes"] for x in w.values()}) == 1, w
+    r = cli("explain", dirs["unknown"], "--what-if", "memory")
+    assert r.code == 0 and "the least-overflowing plan:" in r.out and "live on that tile then" in r.out, r.out
 
 
 def test_what_if_batch_boundary_pair(cli, tmp_path):
