@@ -192,8 +192,14 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
                                                   "chips that hold the model, and the certificate for one fewer) or "
                                                   "speed (the catalogue's fastest plan with memory aside, and what "
                                                   "memory costs this one)"),
+            time_limit: float = typer.Option(600.0, "--time-limit",
+                                             help="wall-clock seconds for each solve or search a --what-if makes "
+                                                  "(each spends the solve's recorded effort)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
+    _seconds("--time-limit", time_limit)
+    if time_limit <= 0:
+        raise InputError("--time-limit", None, "is not positive", "give seconds > 0")
     d = cli_common.solve_dir(directory)
     directory = str(d)
     name = "verdict.json" if (d / "verdict.json").exists() else "pipeline.json" if (d / "pipeline.json").exists() \
@@ -215,8 +221,8 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
                              "valid: batch, layers, memory, ipus, speed")
         if what_if == "ipus" or "ipus" in doc:
             from .cli_pipeline import what_if_ipus
-            return what_if_ipus(d, doc, what_if, as_json)
-        result = run_what_if(d, what_if, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
+            return what_if_ipus(d, doc, what_if, as_json, time_limit)
+        result = run_what_if(d, what_if, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")), time_limit)
     if as_json:
         print(json.dumps({"verdict": doc["verdict"], "core": doc.get("core"), "what_if": result}, indent=1))
         return

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from pathlib import Path
 
@@ -82,7 +84,7 @@ def check_pipeline(d: Path, as_json: bool) -> None:
     raise typer.Exit(code)
 
 
-def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool) -> None:
+def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool, time_limit: float = 600.0) -> None:
     """`explain --what-if ipus` (from any solve or pipeline directory); other questions about a pipeline are not
     answered yet."""
     from .cli_common import err
@@ -94,7 +96,9 @@ def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool) -> None:
     from .solver.whatif import job_from_doc
     out_dir = d / "what-if"
     out_dir.mkdir(parents=True, exist_ok=True)
-    r = fewest_ipus(job_from_doc(doc, d), out_dir, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
+    job = job_from_doc(doc, d)
+    job = dataclasses.replace(job, options=dataclasses.replace(job.options, time_limit=time_limit))
+    r = fewest_ipus(job, out_dir, None if as_json else (lambda s: err.print(f"[dim]  {s}[/]")))
     (out_dir / "ipus.json").write_text(json.dumps(r, indent=1) + "\n")
     if as_json:
         print(json.dumps({"verdict": doc["verdict"], "what_if": r}, indent=1))

@@ -295,10 +295,13 @@ def grown_target(path: str, extra: int) -> str:
     return "".join(lines)
 
 
-def what_if(directory: Path, kind: str, report=None) -> dict:
+def what_if(directory: Path, kind: str, report=None, time_limit: float | None = None) -> dict:
+    """Answer `kind` for the solve in `directory`; `time_limit` (wall seconds) bounds each solve or search it makes."""
     name = "plan.json" if (directory / "plan.json").exists() else "verdict.json"
     doc = json.loads((directory / name).read_text())
     job = job_from_doc(doc, directory)
+    if time_limit is not None:
+        job = dataclasses.replace(job, options=dataclasses.replace(job.options, time_limit=time_limit))
     out = directory / "what-if"
     out.mkdir(parents=True, exist_ok=True)
     result = memory(job, doc, out, report) if kind == "memory" else speed(job, doc, report) if kind == "speed" \

@@ -122,7 +122,7 @@ def test_what_if_memory_seeks_the_least_overflow_a_solve_left_out(cli, tmp_path)
     assert w["explained"]["least_overflowing"] is None  # the solve's own explanation was used
     if all(x["exact"] for x in w.values()):
         assert len({x["needs_usable_bytes"] for x in w.values()}) == 1, w
-    r = cli("explain", dirs["unknown"], "--what-if", "memory")
+    r = cli("explain", dirs["unknown"], "--what-if", "memory", "--time-limit", "300")
     assert r.code == 0 and "the least-overflowing plan:" in r.out and "live on that tile then" in r.out, r.out
 
 

@@ -45,6 +45,8 @@ def solved(tmp_path_factory):
     ["solve", str(VS), "--seed", "-1"],
     ["solve", str(VS), "--catalogue", "wide"],
     ["sweep", str(VS), "--layers", "0,full"],
+    ["explain", ".", "--what-if", "memory", "--time-limit", "0"],
+    ["explain", ".", "--what-if", "memory", "--time-limit", "nan"],
 ])
 def test_usage_errors_are_one_line_exit_2(cli, args):
     _one_line(cli(*args))
