@@ -196,6 +196,9 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
             return {"kind": "memory", "note": f"no least-overflowing plan was found within the effort of "
                                               f"{job.options.effort:g} deterministic seconds ({ex['status']})"}
         searched = _summary(ex)
+        if report:
+            report(f"the least-overflowing plan: {ex['deficit_bytes']:,} B over on tile {ex['tile']} at {ex['step']} "
+                   f"(no plan overflows less than {max(0, ex['slack_lower_bound']):,} B)")
         if not (ex["deficit_bytes"] or ex["tables_over"] or ex["fragments_over"]):
             return {"kind": "memory", "deficit_bytes": 0, "least_overflowing": searched,
                     "note": "the least-overflowing plan overflows nothing: the catalogue has a plan within this "
