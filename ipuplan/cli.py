@@ -298,9 +298,14 @@ def _print_what_if(r: dict) -> None:
         return
     if r["kind"] == "memory":
         if "needs_usable_bytes" in r:
-            out.print(f"what-if memory: a plan exists with {r['needs_usable_bytes']:,} usable B per tile "
-                      f"({'exact' if r['exact'] else 'upper bound; lower bound ' + format(r['lower_bound_bytes'], ',')}); "
-                      f"confirmed FIT: {r['confirmed_fit']} ({r['fit_dir']})", highlight=False)
+            how = 'exact' if r['exact'] else 'upper bound; lower bound ' + format(r['lower_bound_bytes'], ',')
+            if r["confirmed_fit"]:
+                out.print(f"what-if memory: a plan exists with {r['needs_usable_bytes']:,} usable B per tile ({how}); "
+                          f"confirmed FIT ({r['fit_dir']})", highlight=False)
+            else:  # the elastic plan fits the model there; a solve on that target did not reach a checked, placed FIT
+                out.print(f"what-if memory: the least-overflowing plan fits {r['needs_usable_bytes']:,} usable B per "
+                          f"tile ({how}), not confirmed: the solve on that target is {r.get('confirm_verdict', '?')} "
+                          f"({r['fit_dir']})", highlight=False)
             b = r.get("one_byte_less")
             if b:
                 out.print(f"  one byte less per tile: {b['verdict']}, {b['evidence']} ({b['dir']})", highlight=False)

@@ -237,7 +237,8 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
             report(f"usable +{deficit - 1:,} B: {below['verdict']}, {below['evidence']}")
     return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
             "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
-            "confirmed_fit": ok, "fit_dir": str(tdir / "fit"), "target": str(tpath), "one_byte_less": below,
+            "confirmed_fit": ok, "confirm_verdict": fdoc["verdict"], "fit_dir": str(tdir / "fit"),
+            "target": str(tpath), "one_byte_less": below,
             "least_overflowing": searched}
 
 

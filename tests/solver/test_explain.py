@@ -197,3 +197,16 @@ def test_what_if_speed_refuses_a_plan_its_catalogue_does_not_build(cli, tmp_path
     (out / "plan.json").write_text(json.dumps(doc))
     r = cli("explain", out, "--what-if", "speed")
     assert r.code == 2 and f"choices.{op}" in r.err and "Traceback" not in r.err
+
+
+@pytest.mark.parametrize("confirmed", [True, False])
+def test_what_if_memory_says_whether_the_budget_was_confirmed(capsys, confirmed):
+    """A budget the solve on the grown target did not confirm (UNKNOWN there) is not announced as a plan that
+    exists."""
+    from ipuplan.cli import _print_what_if
+    _print_what_if({"kind": "memory", "needs_usable_bytes": 653_464, "exact": False, "lower_bound_bytes": 637_872,
+                    "confirmed_fit": confirmed, "confirm_verdict": "FIT" if confirmed else "UNKNOWN",
+                    "fit_dir": "d/fit", "one_byte_less": None, "least_overflowing": None})
+    text = capsys.readouterr().out
+    assert ("a plan exists" in text) == confirmed and ("not confirmed" in text) != confirmed
+    assert confirmed or "UNKNOWN" in text
