@@ -155,10 +155,8 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
     from .artefacts import output_dir
     spec_name = Path(model).stem
     out_dir = output_dir(output or f"out/{spec_name}-b{batch}")
-    _seconds("--time-limit", time_limit)
-    _seconds("--effort", effort)
-    if time_limit <= 0 or effort <= 0:
-        raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
+    options.positive_seconds("--time-limit", time_limit)
+    options.positive_seconds("--effort", effort)
     _seconds("--slack-effort", slack_effort)
     _seed(seed)
     if slack_effort < 0:
@@ -197,9 +195,7 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
                                                   "(each spends the solve's recorded effort)"),
             as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """Why DIR's model does not fit (contributors in bytes, deficit, cheaper alternatives) and what would."""
-    _seconds("--time-limit", time_limit)
-    if time_limit <= 0:
-        raise InputError("--time-limit", None, "is not positive", "give seconds > 0")
+    options.positive_seconds("--time-limit", time_limit)
     d = cli_common.solve_dir(directory)
     directory = str(d)
     name = "verdict.json" if (d / "verdict.json").exists() else "pipeline.json" if (d / "pipeline.json").exists() \

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict, _seconds,
+from .cli_common import (CATALOGUE_HELP, RELAY_HELP, SCALES_HELP, _batch, _catalogue, _print_verdict,
                          _seed, _images_or_pixels, _solve_option_ranges, _target_path, app, decided, err, out, progress)
 from . import cli_common, options
 from .errors import InputError
@@ -44,11 +44,9 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
 
     from .artefacts import output_dir
     out_dir = output_dir(output or f"out/{Path(model).stem}-b{batch}")
-    _seconds("--time-limit", time_limit)
-    _seconds("--effort", effort)
+    options.positive_seconds("--time-limit", time_limit)
+    options.positive_seconds("--effort", effort)
     _seed(seed)
-    if time_limit <= 0 or effort <= 0:
-        raise InputError("--time-limit" if time_limit <= 0 else "--effort", None, "is not positive", "give seconds > 0")
     tpath = _target_path(target)
     _solve_option_ranges(tpath, None, table_budget, headroom)
     job = Job(model, tpath, _batch(batch), layers,

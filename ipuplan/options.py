@@ -21,6 +21,13 @@ def seconds(flag: str, value) -> float:
     return float(value)
 
 
+def positive_seconds(flag: str, value) -> float:
+    """A duration that must be more than nothing (a time limit, an effort)."""
+    if seconds(flag, value) <= 0:
+        raise InputError(flag, None, "is not positive", "give seconds > 0")
+    return float(value)
+
+
 def seed(value, flag: str = "--seed") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**31:
         raise InputError(flag, None, f"{value!r} is out of range", f"valid: 0..{2**31 - 1}")

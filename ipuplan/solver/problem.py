@@ -162,6 +162,11 @@ class Problem:
     def steps(self) -> list[str]:
         return self.sched.steps
 
+    @property
+    def unimplemented(self) -> list[str]:
+        """Ops the catalogue has no implementation of at this instance: no plan exists in it."""
+        return [k for k, v in self.impls.items() if not v]
+
 
 class _Vectors:
     def __init__(self):

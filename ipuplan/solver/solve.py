@@ -109,7 +109,7 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
                            stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
     p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.use_relays, opts.table_budget,
                       opts.headroom, opts.catalogue)
-    empty = [k for k, v in p.impls.items() if not v]
+    empty = p.unimplemented
     if empty:  # no plan in the catalogue; that is a statement about the catalogue, which no certificate carries
         why = (f"the {opts.catalogue.value} catalogue has no implementation of {', '.join(empty)} at batch "
                f"{opts.batch} on {target.tiles} tiles")

@@ -163,15 +163,14 @@ def least_overflow(job: Job, report=None) -> dict:
     from .explain import elastic_explanation
     _, p = _problem(job)
     o = job.options
-    empty = [k for k, v in p.impls.items() if not v]
+    empty = p.unimplemented
     if empty:
         return {"status": f"the {o.catalogue.value} catalogue has no implementation of {', '.join(empty)}"}
     if report:
         report(f"the least-overflowing plan: every capacity given a slack, their sum minimized ({o.effort:g} "
                "deterministic seconds)")
-    budget = Budget.start(o.effort, o.time_limit)
     try:
-        return elastic_explanation(p, problem_classes(p), o, budget.share(1.0), budget)
+        return elastic_explanation(p, problem_classes(p), o, Budget.start(o.effort, o.time_limit))
     except WallClockExpired:
         return {"status": f"the time limit of {o.time_limit:g} s ran out"}
 
@@ -249,7 +248,7 @@ def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
     from .ceiling import floor, free_optimum, memory_costs
     o = job.options
     target, p = _problem(job)
-    empty = [k for k, v in p.impls.items() if not v]
+    empty = p.unimplemented
     if empty:
         return {"kind": "speed", "note": f"the {o.catalogue.value} catalogue has no implementation of "
                                          f"{', '.join(empty)} at batch {o.batch}: no plan, no ceiling"}
