@@ -145,6 +145,8 @@ def _write(job: Job, result: SolveResult, doc: dict, out_dir: Path, placed) -> N
     doc["model_size"] = size
     doc["solver"] = {"status": st.get("status"), "rounds": st.get("rounds"),
                      "deterministic_time": st.get("deterministic_time"), "workers": job.options.workers}
+    if "probe_hinted_ops" in st:
+        doc["solver"]["probe_hinted_ops"] = st["probe_hinted_ops"]
     if "beam" in st:
         doc["solver"] = {"status": "BEAM", **st["beam"]}
     if result.verdict is Verdict.FIT:

@@ -94,9 +94,10 @@ def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
             contributors[name] += nbytes
     if a.headroom:
         contributors["requested headroom"] += a.headroom
-    alternatives = []
+    alternatives, choices = [], {}
     for op, impls in p.impls.items():
         cur = next(i for i in range(len(impls)) if ("impl", op, i) in chosen)
+        choices[op] = impls[cur].label
         now = here.get(("impl", op, cur), 0)
         best = min(range(len(impls)), key=lambda i: here.get(("impl", op, i), 0))
         saving = now - here.get(("impl", op, best), 0)
@@ -112,5 +113,6 @@ def elastic_explanation(p: Problem, classes, opts, sub, parent=None) -> dict:
         "fragments_over": max(0, int(frags.max()) - a.fragment_limit),
         "contributors": [{"tensor": k, "bytes": v} for k, v in sorted(contributors.items(), key=lambda kv: -kv[1])],
         "alternatives": alternatives[:10],
+        "choices": choices,  # the plan's implementation per op: `what-if memory` starts its solve from it
         "rounds": rounds,
     }

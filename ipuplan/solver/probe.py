@@ -42,10 +42,29 @@ def leanest(p) -> dict[str, int]:
     return {op: min(range(len(impls)), key=lambda i: own_bytes(impls[i], T)) for op, impls in p.impls.items()}
 
 
-def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]:
-    """(CP-SAT status, a plan exact on every tile or None). Leaves the model with its objective again, hinted
-    with the plan when there is one."""
-    lean = leanest(ctx.p)
+def start(p, hint: tuple[tuple[str, str], ...]) -> tuple[dict[str, int], int]:
+    """Per op, the implementation the probe is hinted toward: the hint's (op, label) where this catalogue builds
+    that label for the op, else the leanest; and how many ops the hint settled."""
+    want = dict(hint)
+    out, hit = leanest(p), 0
+    for op, impls in p.impls.items():
+        i = next((i for i, im in enumerate(impls) if im.label == want.get(op)), None)
+        if i is not None:
+            out[op], hit = i, hit + 1
+    return out, hit
+
+
+def probe(ctx: ModelCtx, opts, report, budget: Budget, stats: dict | None = None) -> tuple[int, set | None]:
+    """(CP-SAT status, a plan exact on every tile or None); `stats` receives how many ops a hint settled. Leaves
+    the model with its objective again, hinted with the plan when there is one. `opts.hint` (a plan known to fit,
+    such as the least-overflowing plan on a target grown by its deficit) replaces the leanest implementations as
+    the probe's start, and presolve keeps it feasible, so that such a plan is the probe's first answer."""
+    lean, hit = start(ctx.p, opts.hint)
+    if opts.hint:
+        if stats is not None:
+            stats["probe_hinted_ops"] = hit
+        if report:
+            report(f"probe hinted with a given plan: {hit} of {len(ctx.p.impls)} ops")
     ctx.m.ClearObjective()
     ctx.m.ClearHints()
     for k, v in ctx.x.items():
@@ -53,7 +72,8 @@ def probe(ctx: ModelCtx, opts, report, budget: Budget) -> tuple[int, set | None]
             ctx.m.AddHint(v, k[2] == lean[k[1]])
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
-    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan", precheck=True)
+    status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan", precheck=True,
+                                                 keep_hint=bool(opts.hint))
     budget.spend(sub.spent)
     add_objective(ctx)
     ctx.m.ClearHints()

@@ -84,11 +84,12 @@ def refuted_on_loading(ctx: ModelCtx, opts: SolveOptions, budget: Budget):
 
 
 def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what: str, keep_free: bool = False,
-                 precheck: bool = False):
+                 precheck: bool = False, keep_hint: bool = False):
     """Solve, measure the plan exactly on every tile, add the rows it breaks, repeat until none (or the
     effort runs out). Returns (status, solver, rounds, rows added in the last round). With more than one
     worker, a model not known to have a plan (`precheck`, and every model rows were added to) is first put to
-    `refuted_on_loading`."""
+    `refuted_on_loading`. `keep_hint`: presolve keeps every feasible solution, so that a feasible hint survives
+    it (its dual reductions otherwise fix literals against the hint and the search starts elsewhere)."""
     p = ctx.p
     rounds, added = 0, 0
     while True:
@@ -100,6 +101,7 @@ def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what
             budget.check_wall()
         solver = cp_model.CpSolver()
         budget.cpsat(solver, opts.workers, opts.seed)
+        solver.parameters.keep_all_feasible_solutions_in_presolve = keep_hint
         if not ctx.slack and not keep_free:
             solver.parameters.relative_gap_limit = opts.relative_gap
         status = run_cpsat(solver, ctx.m, _Progress(report if not ctx.slack else None, what))

@@ -69,6 +69,7 @@ class SolveOptions:
     cuts: tuple = ()  # placement cuts: (tile, literals never chosen together)
     beam_width: int = 64
     catalogue: Catalogue = Catalogue.SHAPED  # the implementation space (`--catalogue`)
+    hint: tuple[tuple[str, str], ...] = ()  # (op, implementation label): a plan the probe starts from (`probe`)
 
     @property
     def use_relays(self) -> bool:
@@ -159,7 +160,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if report:
         report(f"model: {stats['implementations']} implementations, {stats['literals']} literals, "
                f"{stats['constraints']} constraints, {len(classes)} tile classes, {len(p.steps)} steps")
-    first, plan0 = probe(ctx, opts, report, budget)
+    first, plan0 = probe(ctx, opts, report, budget, stats)
     stats["probe"] = first.name
     if first == cp_model.INFEASIBLE:  # the same constraints: the cycle search would say so too
         status, rounds, added, name = first, 0, 0, "INFEASIBLE"

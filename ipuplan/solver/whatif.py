@@ -219,7 +219,9 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     tdir.mkdir(parents=True, exist_ok=True)
     tpath = tdir / "target.yaml"
     tpath.write_text(grown_target(job.target, deficit))
-    j = dataclasses.replace(job, target=str(tpath))
+    # the plan that overflowed by the deficit fits the grown target on every tile: the solve starts from it
+    j = dataclasses.replace(job, target=str(tpath),
+                            options=dataclasses.replace(job.options, hint=tuple(ex.get("choices", {}).items())))
     res, fdoc = run_solve(j, tdir / "fit")
     ok = fdoc["verdict"] == "FIT" and check_dir(tdir / "fit").ok
     if report:
@@ -237,6 +239,7 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
     return {"kind": "memory", "usable_bytes": ex["usable_bytes"], "needs_usable_bytes": ex["needs_usable_bytes"],
             "deficit_bytes": deficit, "exact": exact, "lower_bound_bytes": ex["usable_bytes"] + ex["slack_lower_bound"],
             "confirmed_fit": ok, "confirm_verdict": fdoc["verdict"], "fit_dir": str(tdir / "fit"),
+            "confirm_hinted_ops": fdoc.get("solver", {}).get("probe_hinted_ops"),
             "target": str(tpath), "one_byte_less": below,
             "least_overflowing": searched}
 

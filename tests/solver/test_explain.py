@@ -119,6 +119,9 @@ def test_what_if_memory_seeks_the_least_overflow_a_solve_left_out(cli, tmp_path)
         lo = w[k]["least_overflowing"]
         assert lo["deficit_bytes"] == w[k]["deficit_bytes"] > 0 and lo["contributors"] and 0 <= lo["tile"] < 16
         assert w[k]["confirmed_fit"], w[k]
+    ops = len(verdicts["explained"]["core"]["explanation"]["choices"])
+    # the confirming solve starts from the least-overflowing plan: every op's implementation hinted
+    assert ops and all(x["confirm_hinted_ops"] == ops for x in w.values()), w
     assert w["explained"]["least_overflowing"] is None  # the solve's own explanation was used
     if all(x["exact"] for x in w.values()):
         assert len({x["needs_usable_bytes"] for x in w.values()}) == 1, w

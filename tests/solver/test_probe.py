@@ -214,3 +214,32 @@ def test_the_precheck_is_not_cut_short_by_a_large_models_loading():
     classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
     refuted, solver = refuted_on_loading(build_model(p, classes, objective=True), opts, Budget.start(400, 1800))
     assert refuted and solver.deterministic_time > 10
+
+
+def test_a_hinted_probe_starts_from_the_given_plan():
+    """A hint of (op, label) pairs (what `what-if memory` passes: the least-overflowing plan) replaces the leanest
+    implementations as the probe's start: with a complete, feasible hint the probe's plan is that plan, here the
+    cycle search's fastest, which differs from the leanest; a label this catalogue does not build leaves the
+    op to the leanest."""
+    import dataclasses
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.classes import problem_classes
+    from ipuplan.solver.probe import leanest, probe, start
+    from ipuplan.solver.rounds import build_model
+    from ipuplan.solver.solve import SolveOptions, solve_problem
+    from ipuplan.catalogue import Catalogue
+    p = _problem()
+    opts = SolveOptions(batch=2, workers=1, slack=False, effort=30.0, catalogue=Catalogue.SHAPED)
+    fast = solve_problem(p, opts)
+    labels = {k[1]: p.impls[k[1]][k[2]].label for k in fast.chosen if k[0] == "impl"}
+    lean = leanest(p)
+    assert any(p.impls[op][lean[op]].label != lab for op, lab in labels.items())
+    hinted = dataclasses.replace(opts, hint=tuple(labels.items()))
+    ctx = build_model(p, problem_classes(p), objective=True, free=False)
+    stats: dict = {}
+    status, chosen = probe(ctx, hinted, None, Budget.start(30.0, 600.0), stats)
+    assert chosen is not None and stats["probe_hinted_ops"] == len(p.impls)
+    assert {k[1]: p.impls[k[1]][k[2]].label for k in chosen if k[0] == "impl"} == labels
+    op = next(iter(p.impls))
+    picks, hit = start(p, tuple(labels.items()) + ((op, "no such implementation"),))
+    assert hit == len(p.impls) - 1 and picks[op] == lean[op]
