@@ -353,6 +353,15 @@ def _print_speed(r: dict) -> None:
         out.print(f"    layout conversions between ops: {cv['plan_cycles'] - cv['ceiling_cycles']:+,}", highlight=False)
 
 
+def _verdict_of(path) -> str | None:
+    """The verdict a verdict.json records, or None when it is unreadable."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    return doc.get("verdict") if isinstance(doc, dict) else None
+
+
 @app.command()
 def check(directory: str = typer.Argument(..., help="a solve output directory (plan.json or certificate.json) "
                                               "or a package (DIR/model.ipupkg)"),
@@ -382,6 +391,10 @@ def check(directory: str = typer.Argument(..., help="a solve output directory (p
         report = check_certificate(cert, base=d)
         what = "CERTIFICATE VERIFIED"
     elif not plan and (d / "verdict.json").exists():
+        if _verdict_of(d / "verdict.json") == "UNKNOWN":
+            raise InputError(directory, None, "an UNKNOWN verdict: no plan and no proof, nothing to check",
+                             "solve again with more --effort or a longer --time-limit; `ipuplan explain DIR "
+                             "--what-if memory` says how far it is from fitting")
         raise InputError(directory, None, "an INFEASIBLE verdict without certificate.json (no proof of its core "
                          "was found)", "re-run ipuplan solve with a longer --time-limit")
     else:

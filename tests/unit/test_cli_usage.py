@@ -243,3 +243,13 @@ def test_a_package_shipped_alone_checks_and_runs_elsewhere(solved, tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
     assert "PACKAGE CHECK PASSED" in subprocess.run([sys.executable, "-m", "ipuplan.cli", "check", "ship/model.ipupkg"],
                                                     capture_output=True, text=True, cwd=tmp_path).stdout
+
+
+def test_check_names_an_unknown_verdict_as_such(cli, tmp_path):
+    """`check` on a solve that ended UNKNOWN has nothing to verify: one line saying so (not "INFEASIBLE"), exit 2."""
+    d = tmp_path / "u"
+    r = cli("solve", VS, "--target", SMALL, "--batch", "2", "--time-limit", "0.001", "-o", d)
+    assert r.code == 3 and json.loads((d / "verdict.json").read_text())["verdict"] == "UNKNOWN", r.out + r.err
+    r = cli("check", d)
+    _one_line(r)
+    assert "UNKNOWN" in r.err and "INFEASIBLE" not in r.err, r.err
