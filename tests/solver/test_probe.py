@@ -60,10 +60,10 @@ def test_a_probe_infeasible_is_certified(monkeypatch, cli, tmp_path):
     real_rounds, real_run = probe_mod.solve_rounds, rounds_mod.run_cpsat
     probing = []
 
-    def in_the_probe(ctx, opts, report, budget, what, keep_free=False, precheck=False):
+    def in_the_probe(ctx, opts, report, budget, what, **kw):
         probing.append(what == "plan")
         try:
-            return real_rounds(ctx, opts, report, budget, what, keep_free, precheck)
+            return real_rounds(ctx, opts, report, budget, what, **kw)
         finally:
             probing.pop()
 
