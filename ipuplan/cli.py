@@ -302,6 +302,9 @@ def _print_what_if(r: dict) -> None:
                 out.print(f"what-if memory: the least-overflowing plan fits {r['needs_usable_bytes']:,} usable B per "
                           f"tile ({how}), not confirmed: the solve on that target is {r.get('confirm_verdict', '?')} "
                           f"({r['fit_dir']})", highlight=False)
+            if r.get("confirm_hinted_ops"):
+                out.print(f"  that solve started from the least-overflowing plan ({r['confirm_hinted_ops']} ops hinted)",
+                          highlight=False)
             b = r.get("one_byte_less")
             if b:
                 out.print(f"  one byte less per tile: {b['verdict']}, {b['evidence']} ({b['dir']})", highlight=False)

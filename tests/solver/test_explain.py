@@ -209,7 +209,8 @@ def test_what_if_memory_says_whether_the_budget_was_confirmed(capsys, confirmed)
     from ipuplan.cli import _print_what_if
     _print_what_if({"kind": "memory", "needs_usable_bytes": 653_464, "exact": False, "lower_bound_bytes": 637_872,
                     "confirmed_fit": confirmed, "confirm_verdict": "FIT" if confirmed else "UNKNOWN",
-                    "fit_dir": "d/fit", "one_byte_less": None, "least_overflowing": None})
+                    "fit_dir": "d/fit", "one_byte_less": None, "least_overflowing": None, "confirm_hinted_ops": 38})
     text = capsys.readouterr().out
     assert ("a plan exists" in text) == confirmed and ("not confirmed" in text) != confirmed
+    assert "started from the least-overflowing plan (38 ops hinted)" in text
     assert confirmed or "UNKNOWN" in text
