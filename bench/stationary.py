@@ -90,11 +90,10 @@ def main() -> None:
             m, k = matrix(xv)
             n = p.sched.params[wref.key].value.shape[1]
             i = next(i for i in range(len(p.impls[s.key])) if ("impl", s.key, i) in free.chosen)
-            edge = sum(p.cycles.get(pr.lit, 0) for e in p.edges if e.consumer == s.key and e.index == 0
-                       for pr in e.pairs if pr.lit in free.chosen)
+            into_x = [e for e in p.edges if e.consumer == s.key and e.index == 0]
+            edge = sum(p.cycles.get(pr.lit, 0) for e in into_x for pr in e.pairs if pr.lit in free.chosen)
             ours = (p.cycles.get(("impl", s.key, i), 0) + edge) // s.trips
-            x_edge = min((min((p.cycles.get(pr.lit, 0) for pr in e.pairs), default=0) for e in p.edges
-                          if e.consumer == s.key and e.index == 0), default=0)
+            x_edge = min((min((p.cycles.get(pr.lit, 0) for pr in e.pairs), default=0) for e in into_x), default=0)
             staged = [p.cycles.get(("impl", s.key, j), 0) for j, im in enumerate(p.impls[s.key])
                       if all(q.mode is ParamMode.STAGED for q in im.params)]
             lean = (min(staged) + x_edge) // s.trips if staged else None
