@@ -22,7 +22,7 @@ from pathlib import Path
 
 
 def _less_memory(out: Path) -> str:
-    from ipuplan.solver.whatif import grown_target
+    from ipuplan.job.whatif import grown_target
     p = out / "c600-576KiB.yaml"
     p.write_text(grown_target("targets/c600.yaml", 589_824 - 638_976))
     return str(p)

@@ -18,7 +18,7 @@ from pathlib import Path
 from _grid import cases, grid_args, heading
 
 from ipuplan.checker.certificate import check_certificate
-from ipuplan.solver.driver import Job, run_solve
+from ipuplan.job.solve import Job, run_solve
 from ipuplan.solver.solve import SolveOptions
 
 

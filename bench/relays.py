@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ipuplan.checker import check_plan
-from ipuplan.solver.driver import Job, run_solve
+from ipuplan.job.solve import Job, run_solve
 from ipuplan.solver.solve import SolveOptions
 
 

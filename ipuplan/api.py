@@ -49,7 +49,7 @@ class Ran:
 
 
 def _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales):
-    from .solver.driver import Job
+    from .job.solve import Job
     from .solver.solve import SolveOptions
     options.batch(batch, "batch")
     for name, v in (("effort", effort), ("time_limit", time_limit)):
@@ -78,7 +78,7 @@ def solve(model: str | Path, batch: int = 1, target: str | Path | None = None, o
     file from `ipuplan calibrate` (default: the model's fixed FP8 scale). `ipus` > 1: a pipeline over that many
     chips (`document` is pipeline.json; `modeled_cycles` its slowest stage plus link, `ms` its latency)."""
     from .artefacts import output_dir
-    from .solver.driver import run_solve
+    from .job.solve import run_solve
     job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
     if ipus != 1 or objective != "throughput":
@@ -105,7 +105,7 @@ def build(model: str | Path, batch: int = 1, target: str | Path | None = None, o
     """`solve`, then lower a FIT to `out/model.ipupkg` (validated; `out/model.ipupipe` for a pipeline); `package`
     is None for other verdicts."""
     from .artefacts import output_dir
-    from .package.build import run_build
+    from .job.build import run_build
     job = _job(model, batch, target, layers, catalogue, effort, time_limit, seed, headroom, scales)
     d = output_dir(out if out is not None else f"out/{Path(model).stem}-b{batch}")
     if ipus != 1 or objective != "throughput":

@@ -149,7 +149,7 @@ def solve(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           output: Optional[str] = typer.Option(None, "-o", "--output", help="directory (default out/<model>-b<batch>)"),
           as_json: bool = typer.Option(False, "--json", help="print the plan/verdict document")) -> None:
     """Plan MODEL on the target: FIT (exit 0), INFEASIBLE (1) or UNKNOWN (3)."""
-    from .solver.driver import Job, run_solve
+    from .job.solve import Job, run_solve
     from .solver.solve import SolveOptions
 
     from .artefacts import output_dir
@@ -211,7 +211,7 @@ def explain(directory: str = typer.Argument(..., help="a solve output directory"
                          "pass a directory ipuplan solve wrote (solve again if the file was cut short)") from None
     result = None
     if what_if:
-        from .solver.whatif import what_if as run_what_if
+        from .job.whatif import what_if as run_what_if
         if what_if not in ("batch", "layers", "memory", "ipus", "speed"):
             raise InputError("--what-if", None, f"{what_if!r} is not a question",
                              "valid: batch, layers, memory, ipus, speed")

@@ -38,8 +38,8 @@ def build(model: str = typer.Argument(..., help="model YAML, e.g. models/siglip.
           as_json: bool = typer.Option(False, "--json", help="print the build summary as JSON")) -> None:
     """Solve, place and lower MODEL into DIR/model.ipupkg (DIR/model.ipupipe with --ipus > 1) (exit 0), or report
     why not (1 INFEASIBLE, 3 UNKNOWN)."""
-    from .package.build import run_build
-    from .solver.driver import Job
+    from .job.build import run_build
+    from .job.solve import Job
     from .solver.solve import SolveOptions
 
     from .artefacts import output_dir

@@ -92,7 +92,7 @@ def what_if_ipus(d: Path, doc: dict, kind: str, as_json: bool, time_limit: float
                          "valid here: ipus (or ask about a single-chip solve directory); the largest batch on N "
                          "chips: `ipuplan sweep MODEL --set ipus=N --largest-batch -o DIR` (docs/SWEEP.md)")
     from .pipeline.whatif import fewest_ipus
-    from .solver.whatif import job_from_doc
+    from .job.whatif import job_from_doc
     out_dir = d / "what-if"
     out_dir.mkdir(parents=True, exist_ok=True)
     job = job_from_doc(doc, d)

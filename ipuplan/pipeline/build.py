@@ -10,7 +10,7 @@ from typing import Callable
 
 from ..model.build import STAGE_INPUT, STAGE_OUTPUT
 from ..model.stage import Stage
-from ..package.build import PACKAGE, package_solved
+from ..job.build import PACKAGE, package_solved
 from ..package.pipeline import PLAN, write_pipeline_package
 from ..plan import sha256
 from ..solver.solve import Verdict

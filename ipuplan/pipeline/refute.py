@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..solver.driver import certificate_doc
+from ..job.solve import certificate_doc
 from ..solver.solve import Verdict
 
 ROWS = ("counting", "farkas", "z3", "split")  # re-provable at other layer counts (not the machine bound)

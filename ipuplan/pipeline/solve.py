@@ -24,7 +24,7 @@ from ..model import build_graph, load_model
 from ..model.build import STAGE_OUTPUT
 from ..model.stage import Stage
 from ..plan import write_json
-from ..solver.driver import (ARTEFACTS, Job, SolvedJob, certificate_doc, instance, solve_job, write_certificate,
+from ..job.solve import (ARTEFACTS, Job, SolvedJob, certificate_doc, instance, solve_job, write_certificate,
                               write_solved)
 from ..solver.solve import Verdict
 from ..target import load_target

@@ -14,7 +14,7 @@ from ..checker import check_dir
 from ..checker.certificate import check_certificate
 from ..checker.pipeline import check_pipeline_dir
 from ..model import load_model
-from ..solver.driver import run_solve
+from ..job.solve import run_solve
 from ..target import load_target
 from .bound import greedy_chain
 from .solve import Objective, PipelineJob, run_pipeline

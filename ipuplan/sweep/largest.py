@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from ..solver.whatif import bracket
+from ..job.whatif import bracket
 from .cases import Case
 from .run import _counts, execute, finished_record, on_ray, write_results
 

@@ -89,6 +89,7 @@ def test_a_proven_placement_failure_becomes_a_cut(monkeypatch, tmp_path):
     """The first plan's placement is made to fail on one tile; the planner must re-solve without that
     combination of choices, and the second plan is placed for real."""
     import ipuplan.backend.placement.tiles as tiles
+    import ipuplan.job.solve as job
     real = tiles.place_plan
     seen = []
 
@@ -100,7 +101,7 @@ def test_a_proven_placement_failure_becomes_a_cut(monkeypatch, tmp_path):
             pp.failed, pp.reason, pp.cut = 0, "tile 0: (forced by the test)", [multi[0]]
         return pp
 
-    monkeypatch.setattr(tiles, "place_plan", failing_once)
+    monkeypatch.setattr(job, "place_plan", failing_once)  # where the solve job calls it
     assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "2", "-o", tmp_path) == 0
     plan = json.loads((tmp_path / "plan.json").read_text())
     op, i = seen[0][1], seen[0][2]
@@ -119,6 +120,7 @@ def test_seeds_accounting_places_in_one_flat_budget(tmp_path):
 
 def test_verdict_unknown_when_a_tile_cannot_be_placed_within_the_node_budget(monkeypatch, tmp_path):
     import ipuplan.backend.placement.tiles as tiles
+    import ipuplan.job.solve as job
     real = tiles.place_plan
 
     def no_nodes(p, chosen, **kw):
@@ -126,7 +128,7 @@ def test_verdict_unknown_when_a_tile_cannot_be_placed_within_the_node_budget(mon
         pp.unknown, pp.reason = 0, "tile 0: the node budget of 0 ran out (forced by the test)"
         return pp
 
-    monkeypatch.setattr(tiles, "place_plan", no_nodes)
+    monkeypatch.setattr(job, "place_plan", no_nodes)
     assert run_main("solve", MODELS / "vit-small.yaml", "-o", tmp_path) == 3
     v = json.loads((tmp_path / "verdict.json").read_text())
     assert v["verdict"] == "UNKNOWN" and "placement" in v["unknown"]["reason"]
@@ -135,9 +137,9 @@ def test_verdict_unknown_when_a_tile_cannot_be_placed_within_the_node_budget(mon
 
 def test_a_placement_the_time_limit_stops_is_unknown_and_not_solved_again(monkeypatch, tmp_path):
     import ipuplan.backend.placement.tiles as tiles
-    import ipuplan.solver.driver as driver
+    import ipuplan.job.solve as job
     real, solves, deadlines = tiles.place_plan, [], []
-    real_solve = driver.solve
+    real_solve = job.solve
 
     def timed_out(p, chosen, **kw):
         deadlines.append(kw["deadline"])
@@ -149,8 +151,8 @@ def test_a_placement_the_time_limit_stops_is_unknown_and_not_solved_again(monkey
         solves.append(kw["deadline"])
         return real_solve(*a, **kw)
 
-    monkeypatch.setattr(tiles, "place_plan", timed_out)
-    monkeypatch.setattr(driver, "solve", counting)
+    monkeypatch.setattr(job, "place_plan", timed_out)
+    monkeypatch.setattr(job, "solve", counting)
     assert run_main("solve", MODELS / "vit-small.yaml", "-o", tmp_path) == 3
     v = json.loads((tmp_path / "verdict.json").read_text())
     assert "--time-limit ran out" in v["unknown"]["reason"]

@@ -377,7 +377,7 @@ def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
     import dataclasses as dc
 
     import ipuplan.pipeline.solve as ps
-    from ipuplan.solver.driver import Job
+    from ipuplan.job.solve import Job
     from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict
     cap = {(True, False): 5, (False, False): 10, (False, True): 6}
     calls = []

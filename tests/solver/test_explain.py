@@ -157,8 +157,8 @@ def test_what_if_batch_boundary_pair(cli, tmp_path):
 def test_what_if_search_carries_unknown_probes(tmp_path, truth, want):
     """An UNKNOWN probe bounds the search like an INFEASIBLE one but proves nothing: the answer names it between
     the proven FIT and the proven INFEASIBLE (or none), instead of ending the search."""
-    from ipuplan.solver.driver import Job
-    from ipuplan.solver.whatif import search
+    from ipuplan.job.solve import Job
+    from ipuplan.job.whatif import search
 
     def probe(v, evidence):
         r = truth.get(v, False if v > max(truth) else True)

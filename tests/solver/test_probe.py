@@ -90,6 +90,7 @@ def test_the_probe_spends_at_most_its_share(share):
 def _undecided(monkeypatch, which):
     """Make the place_plan calls whose 1-based numbers `which` accepts undecided; returns the chosen sets placed."""
     import ipuplan.backend.placement.tiles as tiles
+    import ipuplan.job.solve as job
     real = tiles.place_plan
     placed: list[set] = []
 
@@ -99,7 +100,7 @@ def _undecided(monkeypatch, which):
         if which(len(placed)):
             pp.unknown, pp.reason = 0, "made undecided by the test"
         return pp
-    monkeypatch.setattr(tiles, "place_plan", some_are_undecided)
+    monkeypatch.setattr(job, "place_plan", some_are_undecided)  # where the solve job calls it
     return placed
 
 
@@ -114,8 +115,8 @@ def _solve_vit(cli, out):
 def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path):
     """vit-small b2: when the fastest plan's placement is made undecided, the probe's plan is placed instead,
     FIT says so, and the plan with its placement checks (a probe plan within KEEP_WITHIN of the fastest: no retry)."""
-    import ipuplan.solver.driver as driver
-    monkeypatch.setattr(driver, "KEEP_WITHIN", 1e9)
+    import ipuplan.job.solve as job
+    monkeypatch.setattr(job, "KEEP_WITHIN", 1e9)
     placed = _undecided(monkeypatch, lambda n: n == 1)
     r, plan = _solve_vit(cli, tmp_path)
     assert len(placed) == 2 and placed[0] != placed[1], "the fastest plan first, then the probe's"
@@ -128,25 +129,25 @@ def test_the_placement_falls_back_on_the_probes_plan(monkeypatch, cli, tmp_path)
 def test_a_much_slower_probe_plan_is_kept_while_the_planner_retries(monkeypatch, cli, tmp_path):
     """The probe's plan placed but slower than the fastest by more than KEEP_WITHIN: the planner solves once more
     with 8 KiB more headroom; its placed plan is faster, so it is the answer (recorded headroom, no fallback)."""
-    import ipuplan.solver.driver as driver
-    monkeypatch.setattr(driver, "KEEP_WITHIN", 0.0)
+    import ipuplan.job.solve as job
+    monkeypatch.setattr(job, "KEEP_WITHIN", 0.0)
     placed = _undecided(monkeypatch, lambda n: n == 1)
     r, plan = _solve_vit(cli, tmp_path)
     assert len(placed) == 3, "the fastest plan, the probe's, then the retry's fastest"
-    assert "fell_back" not in plan["placement"] and plan["placement"]["headroom_added"] == driver.HEADROOM_STEP
-    assert plan["accounting"]["headroom_bytes"] == driver.HEADROOM_STEP
+    assert "fell_back" not in plan["placement"] and plan["placement"]["headroom_added"] == job.HEADROOM_STEP
+    assert plan["accounting"]["headroom_bytes"] == job.HEADROOM_STEP
     assert "the retry's plan is placed" in r.err + r.out
 
 
 def test_the_probe_plan_in_hand_stands_when_the_retry_places_nothing(monkeypatch, cli, tmp_path):
     """The same, but nothing the retry finds places: the probe's plan in hand is the answer, saying so."""
-    import ipuplan.solver.driver as driver
-    monkeypatch.setattr(driver, "KEEP_WITHIN", 0.0)
+    import ipuplan.job.solve as job
+    monkeypatch.setattr(job, "KEEP_WITHIN", 0.0)
     placed = _undecided(monkeypatch, lambda n: n != 2)
     r, plan = _solve_vit(cli, tmp_path)
     assert len(placed) == 4, "the fastest plan, the probe's; the retry's fastest and its probe's, both undecided"
     fb = plan["placement"]["fell_back"]
-    assert fb["retry"] == {"headroom_added": driver.HEADROOM_STEP, "cycles": None}
+    assert fb["retry"] == {"headroom_added": job.HEADROOM_STEP, "cycles": None}
     assert plan["placement"]["headroom_added"] == 0 and plan["accounting"]["headroom_bytes"] == 0
     assert "found no placed plan" in r.out
 

@@ -17,18 +17,23 @@ import re
 from pathlib import Path
 from typing import Callable
 
+from ..artefacts import resolve_input
+from ..catalogue import Catalogue
 from ..checker import check_dir
 from ..checker.certificate import check_certificate
+from ..errors import InputError
+from ..solver.budget import Budget, WallClockExpired
+from ..solver.ceiling import floor, free_optimum, memory_costs
+from ..solver.classes import problem_classes
+from ..solver.explain import elastic_explanation
+from ..solver.problem import build_problem
+from ..solver.solve import SolveOptions
 from ..source import load_yaml
-from .driver import Job, load_job, run_solve
+from .solve import Job, load_job, run_solve
 
 
 def job_from_doc(doc: dict, base: Path | None = None) -> Job:
     """The solve an artefact records, its inputs read from the copies its directory keeps (or their paths)."""
-    from ..artefacts import resolve_input
-    from ..catalogue import Catalogue
-    from ..errors import InputError
-    from .solve import SolveOptions
     o = doc["options"]
     files = {}
     for kind in ("model", "target"):
@@ -146,7 +151,6 @@ def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None 
 
 def _problem(job: Job):
     """(target, problem) of a job, built as its solve builds them."""
-    from .problem import build_problem
     _, target, graph = load_job(job)
     o = job.options
     return target, build_problem(graph, target, o.batch, o.support_reserve, o.use_relays, o.table_budget,
@@ -158,9 +162,6 @@ def least_overflow(job: Job, report=None) -> dict:
     INFEASIBLE solved with --no-explain or whose explanation its time limit cut short. The same elastic model
     the explanation solves, on the solve's effort; its deficit is exact (the bound equals it) or an upper
     bound, as there."""
-    from .budget import Budget, WallClockExpired
-    from .classes import problem_classes
-    from .explain import elastic_explanation
     _, p = _problem(job)
     o = job.options
     empty = p.unimplemented
@@ -247,8 +248,6 @@ def memory(job: Job, doc: dict, out: Path, report=None) -> dict:
 def speed(job: Job, doc: dict, report=None, seconds: float = 120.0) -> dict:
     """The catalogue's ceiling at this instance, memory aside (`ceiling.py`), and for a FIT what memory costs
     it per op: its implementation against the fastest plan's."""
-    from ..errors import InputError
-    from .ceiling import floor, free_optimum, memory_costs
     o = job.options
     target, p = _problem(job)
     empty = p.unimplemented

@@ -7,12 +7,13 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from ..backend.lower.lower import lower
+from ..package import sources
+from ..package.io import read_package, write_package
+from ..package.validate import validate
 from ..plan import sha256
-from ..solver.driver import Job, run_solve
 from ..solver.solve import Verdict
-from . import sources
-from .io import read_package, write_package
-from .validate import validate
+from .solve import Job, run_solve
 
 PACKAGE = "model.ipupkg"
 
@@ -32,7 +33,6 @@ def package_solved(result, doc: dict, out_dir: Path, report: Callable[[str], Non
     """Lower a FIT written to `out_dir` (its plan.json and placement.json) into out_dir/model.ipupkg, read it back
     and validate it; `prog`: the program already lowered for the same plan (a pipeline's stages that pose the same
     problem share it). The build summary and the program."""
-    from ..backend.lower.lower import lower
     t1 = time.perf_counter()
     t0 = t1 if t0 is None else t0
     prog = prog or lower(result.problem, result.chosen, result.placement)

@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Callable
 
 from ..artefacts import INPUTS, copy_inputs, staged
+from ..backend.placement.tiles import place_plan, placement_doc
+from ..checker import check_plan
 from ..formats import CERTIFICATE, PLAN, digest
 from ..model import build_graph, load_model
 from ..model.build import gemm_scales
 from ..model.spec import Precision
 from ..model.stage import Stage
 from ..plan import sha256, write_json
+from ..solver.solve import SolveOptions, SolveResult, Verdict, solve
 from ..target import load_target
-from .solve import SolveOptions, SolveResult, Verdict, solve
 
 MAX_CUTS = 8
 HEADROOM_STEP = 8192
@@ -180,7 +182,6 @@ def _solve_placed(graph, target, opts: SolveOptions, report):
     the two placed plans is the answer. --time-limit bounds the whole job, every solve and placement in it:
     a placement the wall clock stops is UNKNOWN, not solved again. Returns (result, placement, the options
     solved with)."""
-    from ..backend.placement.tiles import place_plan
     deadline = time.perf_counter() + opts.time_limit
     cuts: list = []
     extra = 0
@@ -259,7 +260,6 @@ def _faster(kept, got, extra: int, report):
 def _fall_back(result: SolveResult, pp, report, deadline: float | None = None):
     """The first of the search's slower plans (the probe's) that places, made the result's plan; None if none
     does. Cheaper than solving again when the faster plan's placement is undecided; its cycles are its own."""
-    from ..backend.placement.tiles import place_plan
     for chosen, body in result.alternates:
         if report:
             report(f"placement of the fastest plan: {pp.reason}; placing the probe's plan")
@@ -275,8 +275,6 @@ def _fall_back(result: SolveResult, pp, report, deadline: float | None = None):
 
 def _fit(result: SolveResult, doc: dict, out_dir: Path, placed=None) -> None:
     """Check the plan as it will be written; FIT only if the independent checker passes it."""
-    from ..backend.placement.tiles import placement_doc
-    from ..checker import check_plan
     bodies = result.finalists or [result.plan]  # beam: the first finalist the checker accepts
     placement = placement_doc(result.problem, placed) if placed is not None else None
     for body in bodies:
