@@ -241,8 +241,12 @@ def _print_explanation(doc: dict) -> None:
     core = doc["core"]
     out.print(f"[bold red]INFEASIBLE[/] {head}: {core['scope']}", highlight=False)
     shrunk = core.get("size_before_minimizing")
-    out.print(f"  {'minimal ' if core.get('minimal') else ''}core ({len(core['constraints'])} constraints"
-              + (f", shrunk from {shrunk}" if shrunk and shrunk != len(core["constraints"]) else "") + "):")
+    if not core["constraints"]:
+        out.print("  core: none found within the effort; the certificate is over the tightest exact rows instead",
+                  highlight=False)
+    else:
+        out.print(f"  {'minimal ' if core.get('minimal') else ''}core ({len(core['constraints'])} constraints"
+                  + (f", shrunk from {shrunk}" if shrunk and shrunk != len(core["constraints"]) else "") + "):")
     for c in core["constraints"]:
         out.print(f"    {c}", markup=False, highlight=False)
     _print_certificate(core.get("certificate") or {})

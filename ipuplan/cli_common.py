@@ -186,7 +186,11 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
     elif v == "INFEASIBLE":
         out.print(f"[bold red]INFEASIBLE[/]  {head} (no combination of the catalogued implementations fits)")
         core = doc["core"]
-        out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
+        if core["families"]:
+            out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
+        else:  # the core's re-solve under assumptions did not finish within the effort
+            out.print("  conflicting families: no core found within the effort; the certificate is over the "
+                      "tightest exact rows instead", highlight=False)
         for name in core["constraints"][:12]:
             out.print(f"    {name}", markup=False, highlight=False)
         if len(core["constraints"]) > 12:

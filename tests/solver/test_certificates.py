@@ -222,13 +222,17 @@ def test_tampered_copies_fail(memory_cert):
 def test_without_a_core_the_tightest_rows_are_scanned(cli, tmp_path, monkeypatch):
     """When the re-solve under assumptions finds no core within its share of the effort, the certificate scans every
     tile class's rows, tightest counting bound first: the verdict is still INFEASIBLE with rows the checker re-proves
-    (here a counting bound), and the certificate records no core."""
+    (here a counting bound), the certificate records no core, and the verdict says so instead of naming none."""
     import ipuplan.solver.solve as solve
     monkeypatch.setattr(solve, "infeasible_core", lambda *a, **k: ([], None))
     t = target_with_tiles(tmp_path, 16)
     out = tmp_path / "out"
-    assert run_main("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "490000",
-                    "--no-explain", "-o", out) == 1
+    r = cli("solve", MODELS / "vit-small.yaml", "--batch", "4", "--target", t, "--headroom", "490000",
+            "--no-explain", "-o", out)
+    assert r.code == 1, r.out + r.err
+    assert "conflicting families: no core found within the effort" in r.out, r.out
+    r = cli("explain", out)
+    assert r.code == 0 and "core: none found within the effort" in r.out, r.out + r.err
     c = _cert(out)
     assert c["kind"] in ("counting", "farkas") and c["core"] == [] and len(c["rows"]) == 1
     assert check_certificate(c, base=out).ok
