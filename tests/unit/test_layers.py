@@ -37,6 +37,7 @@ def _unit(parts: tuple[str, ...]) -> str:
 
 
 def _imports(path: Path):
+    """(line, module path under ipuplan) of every ipuplan import in `path`, wherever it stands."""
     rel = path.relative_to(PKG).with_suffix("").parts
     package = rel[:-1]  # a module's package; for __init__ the package itself
     for node in ast.walk(ast.parse(path.read_text())):
