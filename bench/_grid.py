@@ -6,6 +6,7 @@ import argparse
 import datetime
 import os
 import platform
+import time
 
 from ipuplan.model import load_model
 
@@ -30,3 +31,9 @@ def cases(a: argparse.Namespace):
 def heading(a: argparse.Namespace) -> str:
     return (f"# {datetime.date.today()} on {platform.machine()}, {os.cpu_count()} cores, "
             f"Python {platform.python_version()}; time limit {a.time_limit:g} s\n")
+
+
+def machine_line() -> str:
+    """When and where a run was made, as the throughput benches head their output."""
+    return (f"{time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}")

@@ -16,8 +16,6 @@ Usage: python bench/ceiling.py MODEL [--batches 1,2,4,8,16] [--catalogues shaped
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,7 @@ def main() -> None:
                     help="deterministic seconds per CP-SAT solve (as solve's --effort)")
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
+    from _grid import machine_line
     from catalogues import roofline
     from ipuplan.bounds import machine_bound
     from ipuplan.catalogue import Catalogue
@@ -47,8 +46,7 @@ def main() -> None:
     spec = load_model(a.model)
     name = Path(a.model).stem
     clock = target.clock_hz
-    print(f"{time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}; {name}, images/s at {clock / 1e9:g} GHz")
+    print(f"{machine_line()}; {name}, images/s at {clock / 1e9:g} GHz")
     print("| batch | catalogue | implementations | floor cycles | free optimum cycles | ceiling images/s | "
           "compute / exchange / sync | x roofline | s |")
     print("|---:|---|---:|---:|---:|---:|---|---:|---:|")

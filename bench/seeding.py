@@ -20,8 +20,6 @@ Usage: python bench/seeding.py MODEL [--batches 3,4] [--catalogue compact] [--ef
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from math import ceil
@@ -55,13 +53,13 @@ def main() -> None:
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.solve import SolveOptions, solve
     from ipuplan.target import load_target
+    from _grid import machine_line
     target = load_target(ROOT / "targets" / "c600.yaml")
     spec = load_model(a.model)
     clock = target.clock_hz
     measured = gemm.accumulate_cycles
     prices = (("measured (add at 1 B/cycle)", measured), ("seeding free (hypothesis)", seeded_free(measured)))
-    print(f"{time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cores, Python "
-          f"{platform.python_version()}; {Path(a.model).stem}, {a.catalogue} catalogue, images/s at {clock / 1e9:g} GHz, "
+    print(f"{machine_line()}; {Path(a.model).stem}, {a.catalogue} catalogue, images/s at {clock / 1e9:g} GHz, "
           f"effort {a.effort:g}, time limit {a.time_limit:g} s")
     print("| batch | rotating step | ceiling images/s | verdict | modeled cycles | images/s | bound: images/s at most "
           "| rotating matmuls | peak B (tile) | wall s |")

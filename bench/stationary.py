@@ -23,8 +23,6 @@ Usage: python bench/stationary.py MODEL [--batches 3,4] [--catalogue compact]
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import sys
 import time
 from math import ceil
@@ -68,10 +66,10 @@ def main() -> None:
     from ipuplan.solver.ceiling import free_optimum
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
+    from _grid import machine_line
     target = load_target(ROOT / "targets" / "c600.yaml")
     spec = load_model(a.model)
-    print(f"{time.strftime('%Y-%m-%d %H:%M')} {platform.machine()} {os.cpu_count()} cores, "
-          f"Python {platform.python_version()}; {Path(a.model).stem}, {a.catalogue} catalogue, cycles per trip")
+    print(f"{machine_line()}; {Path(a.model).stem}, {a.catalogue} catalogue, cycles per trip")
     for b in (int(x) for x in a.batches.split(",")):
         t0 = time.perf_counter()
         p = build_problem(build_graph(spec, b), target, b, None, False, None, 0, Catalogue(a.catalogue))

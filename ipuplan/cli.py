@@ -242,8 +242,7 @@ def _print_explanation(doc: dict) -> None:
     out.print(f"[bold red]INFEASIBLE[/] {head}: {core['scope']}", highlight=False)
     shrunk = core.get("size_before_minimizing")
     if not core["constraints"]:
-        out.print("  core: none found within the effort; the certificate is over the tightest exact rows instead",
-                  highlight=False)
+        out.print(f"  core: none {cli_common.NO_CORE}", highlight=False)
     else:
         out.print(f"  {'minimal ' if core.get('minimal') else ''}core ({len(core['constraints'])} constraints"
                   + (f", shrunk from {shrunk}" if shrunk and shrunk != len(core["constraints"]) else "") + "):")

@@ -16,6 +16,8 @@ from .errors import InputError
 
 app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Provable memory planning of vision transformers on IPU21-class tiles.")
+# an INFEASIBLE whose core re-solve did not finish: its certificate scanned the tightest rows instead
+NO_CORE = "found within the effort; the certificate is over the tightest exact rows instead"
 PENDING_EXIT = 0  # the exit code a command has decided on, kept when its output pipe closes under it
 
 
@@ -188,9 +190,8 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         core = doc["core"]
         if core["families"]:
             out.print("  conflicting families: " + ", ".join(f"{k} x{n}" for k, n in core["families"].items()))
-        else:  # the core's re-solve under assumptions did not finish within the effort
-            out.print("  conflicting families: no core found within the effort; the certificate is over the "
-                      "tightest exact rows instead", highlight=False)
+        else:
+            out.print(f"  conflicting families: no core {NO_CORE}", highlight=False)
         for name in core["constraints"][:12]:
             out.print(f"    {name}", markup=False, highlight=False)
         if len(core["constraints"]) > 12:
