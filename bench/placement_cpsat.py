@@ -3,12 +3,12 @@ leaves to the exact engines.
 
 Usage: python bench/placement_cpsat.py [--model models/siglip.yaml] [--batch 8] [--catalogue compact]
                                        [--effort 400] [--time-limit 3600] [--seconds 8] [--out bench/out/pcpsat]
-Solves the case in this process up to the placement of the first plan the search ends on; the groups first fit
-and the short canonical search leave (the exact engines' work) are kept and the solve is stopped there. Each
-group then gets one CP-SAT run per engine, `--seconds` deterministic seconds each (the placement's longer run is
-8), one worker, fixed seed, the placement validated apart. Prints a markdown table: per group its first tile,
-buffers, conflict pairs and bytes free at its fullest step; per engine its outcome (placed, proven impossible,
-undecided), deterministic and wall seconds; then the totals.
+Solves the case in this process up to the placement of the first plan the search ends on; the groups the cheap
+placements, their replays and the short canonical search leave (the exact engines' work) are kept and the solve
+is stopped there. Each group then gets one CP-SAT run per engine, `--seconds` deterministic seconds each (the
+placement's longer run is 8), one worker, fixed seed, the placement validated apart. Prints a markdown table:
+per group its first tile, buffers, conflict pairs and bytes free at its fullest step; per engine its outcome
+(placed, proven impossible, undecided), deterministic and wall seconds; then the totals.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def main() -> None:
 
     groups: list = []
 
-    def keep(gs, left, final, node_budget, pp, deadline=None):
+    def keep(gs, left, final, node_budget, pp, near=None, deadline=None):
         groups.extend(gs[k] for k in left)
         raise _Enough
 

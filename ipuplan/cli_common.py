@@ -160,7 +160,8 @@ def _print_verdict(doc: dict, out_dir: Path) -> None:
         pl = doc.get("placement")
         if pl:
             out.print(f"  placed: every buffer of all {pl['tiles']:,} tiles at an address ({pl['tile_groups']} groups of "
-                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl['by_search']} by exact search, "
+                      f"identical tiles, {pl['by_first_fit']} by first fit, {pl.get('by_best_fit', 0)} by best fit, "
+                      f"{pl.get('by_replay', 0)} by replaying a neighbour, {pl['by_search']} by exact search, "
                       f"{pl.get('by_cpsat', 0)} by CP-SAT; "
                       f"{pl['cuts']} planning cuts" + (f", {pl['headroom_added']:,} B of headroom added to place it"
                                                        if pl.get("headroom_added") else "")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ipuplan.backend.placement import Buffer, Instance, place, violations
-from ipuplan.backend.placement.search import first_fit
+from ipuplan.backend.placement.greedy import best_fit, first_fit
 from ipuplan.backend.placement.problem import Placement
 from ipuplan.backend.placement.tiles import PlanPlacement, placement_doc, slack
 from ipuplan.checker.plan import check_plan
@@ -166,19 +166,23 @@ _STUBBORN = Instance(8, (Buffer("a", 4, 1, 2), Buffer("b", 3, 3, 3), Buffer("c",
 _FULL = Instance(8, (Buffer("a", 5, 0, 0), Buffer("b", 4, 0, 0)))
 
 
-def _plan_of(monkeypatch, insts, **consts):
-    """place_plan over hand-built tile groups (one tile each), with the canonical searches given no nodes so
-    that only CP-SAT can decide, and `consts` set on the module."""
+def _plan_of(monkeypatch, insts, replays=False, **consts):
+    """place_plan over hand-built tile groups (one tile each), with the canonical searches given no nodes and
+    (unless `replays`) no replays of one group's placement on another, so that only CP-SAT can decide, and
+    `consts` set on the module."""
     import numpy as np
 
+    import ipuplan.backend.placement.greedy as greedy
     import ipuplan.backend.placement.tiles as tiles
     groups = [tiles.TileGroup(np.array([t]), inst) for t, inst in enumerate(insts)]
     monkeypatch.setattr(tiles, "tile_groups", lambda p, chosen: groups)
     monkeypatch.setattr(tiles, "tile_literals", lambda p, chosen, tile: [("tile", tile)])
     monkeypatch.setattr(tiles, "QUICK_NODES", 0)
+    if not replays:
+        monkeypatch.setattr(greedy, "NEIGHBOURS", 0)
     for k, v in consts.items():
         monkeypatch.setattr(tiles, k, v)
-    assert first_fit(_STUBBORN) is None
+    assert first_fit(_STUBBORN) is None and best_fit(_STUBBORN) is None
     return tiles.place_plan(None, set(), node_budget=0)
 
 
@@ -225,7 +229,8 @@ def test_the_tightest_groups_go_first_and_an_undecided_one_stops_the_rest(monkey
         return Placement([None] * len(inst.buffers), False, False, 0, "CP-SAT", "undecided (forced by the test)")
 
     monkeypatch.setattr(tiles, "place_cpsat", undecided_on_stubborn)
-    monkeypatch.setattr(tiles, "first_fit", lambda inst: None)  # it would place _LOOSE
+    monkeypatch.setattr(tiles, "first_fit", lambda inst: None)  # either would place _LOOSE
+    monkeypatch.setattr(tiles, "best_fit", lambda inst: None)
     pp = _plan_of(monkeypatch, [_LOOSE, _STUBBORN, _LOOSE], CPSAT_FIRST=0.0, CPSAT_SECONDS=0.0)
     # the first engines leave tile 1 (the tightest) undecided, its longer run too: the loose groups never start
     assert pp.unknown == 1 and "tile 1" in pp.reason and seen == [_STUBBORN]
@@ -246,4 +251,23 @@ def test_the_wall_clock_stops_the_placement_undecided_and_says_so(monkeypatch):
 
 def test_more_groups_than_the_exact_engines_take_are_undecided_at_once(monkeypatch):
     pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3)
-    assert pp.unknown == 0 and pp.work == 0 and "at most 3 per plan" in pp.reason
+    assert pp.unknown == 0 and pp.work == 0 and "left 4 of 4 tile groups" in pp.reason
+    assert "at most 3 per plan" in pp.reason
+
+
+# _STUBBORN's neighbours: the same buffers, a byte or two more or less here and there; first fit and best fit
+# place none of them, while _STUBBORN's own placement, replayed, places each
+_KIN = [Instance(8, (Buffer("a", 4, 1, 2), Buffer("b", 2, 3, 3), Buffer("c", 3, 3, 3), Buffer("d", 3, 2, 3))),
+        Instance(9, (Buffer("a", 4, 1, 2), Buffer("b", 2, 3, 3), Buffer("c", 3, 3, 3), Buffer("d", 4, 2, 3))),
+        Instance(10, (Buffer("a", 5, 1, 2), Buffer("b", 4, 3, 3), Buffer("c", 2, 3, 3), Buffer("d", 4, 2, 3)))]
+
+
+def test_a_group_the_exact_engines_place_is_replayed_on_its_neighbours(monkeypatch):
+    assert all(first_fit(i) is None and best_fit(i) is None for i in _KIN)
+    # all are equally tight (slack 0): tile 0 goes to CP-SAT first, and its address order places the rest
+    pp = _plan_of(monkeypatch, [_STUBBORN] + _KIN + [_STUBBORN] * 2, replays=True)
+    assert pp.placed and pp.methods == ["CP-SAT"] + ["replay of tile 0"] * 5
+    assert all(violations(g.inst, o) == [] for g, o in zip(pp.groups, pp.offsets))
+    assert pp.summary()["by_replay"] == 5 and pp.summary()["by_cpsat"] == 1
+    pp = _plan_of(monkeypatch, [_STUBBORN] + _KIN + [_STUBBORN] * 2)
+    assert pp.placed and pp.methods == ["CP-SAT"] * 6

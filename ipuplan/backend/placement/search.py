@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .greedy import best_fit, first_fit
 from .problem import Instance, Placement
 
 ORDERS = ("WAT", "TAW", "TWA")  # static preorders: (W)idth of lifetime, (A)rea, (T)otal of its sections, descending
@@ -70,30 +71,16 @@ def _csr(lists) -> tuple[np.ndarray, np.ndarray]:
     return ptr, idx.astype(np.int64)
 
 
-GREEDY = ("window, then size", "window, then area", "window, then start")
-
-
-def _greedy_orders(inst: Instance) -> list[np.ndarray]:
-    bs = inst.buffers
-    room = [inst.hi(i) - b.lo for i, b in enumerate(bs)]  # fixed buffers first, then the narrowest windows
-    keys = {
-        "window, then size": lambda i: (bs[i].fixed is None, room[i], -bs[i].size, i),
-        "window, then area": lambda i: (bs[i].fixed is None, room[i], -bs[i].size * (bs[i].last - bs[i].first + 1), i),
-        "window, then start": lambda i: (bs[i].fixed is None, room[i], bs[i].first, -bs[i].size, i),
-    }
-    return [np.array(sorted(range(len(bs)), key=keys[k]), np.int64) for k in GREEDY]
-
-
 def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristic: bool = True,
           cpsat_seconds: float = 20.0, cpsat_first: float = 0.0, deadline: float | None = None) -> Placement:
-    """Place every buffer (first fit; with `cpsat_first`, a short CP-SAT run; then the canonical search within
-    `node_budget` nodes; then CP-SAT within `cpsat_seconds` deterministic seconds), or prove that no placement
-    exists. Tiles (a hundred or two buffers, windows and conflicts) suit CP-SAT first; MiniMalloc's large
+    """Place every buffer (first fit, then best fit; with `cpsat_first`, a short CP-SAT run; then the canonical
+    search within `node_budget` nodes; then CP-SAT within `cpsat_seconds` deterministic seconds), or prove that
+    no placement exists. Tiles (a hundred or two buffers, windows and conflicts) suit CP-SAT first; MiniMalloc's large
     perfect packings suit the canonical search. `deadline` (time.perf_counter()) stops the CP-SAT runs early
     (undecided)."""
     from .cpsat import place_cpsat
     if heuristic:
-        r = first_fit(inst)
+        r = first_fit(inst) or best_fit(inst)
         if r is not None:
             return r
         heuristic = False
@@ -112,31 +99,6 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
     if not c.placed and not c.proven:
         c.reason = f"{r.reason}; {c.reason}"
     return c
-
-
-def first_fit(inst: Instance) -> Placement | None:
-    """The first of the GREEDY orders that places everything, or None."""
-    from .kernel import greedy
-    bs = inst.buffers
-    n = len(bs)
-    if any(b.fixed is not None and (b.fixed < b.lo or b.fixed + b.size > inst.hi(i)) for i, b in enumerate(bs)):
-        return None
-    arr = lambda xs: np.asarray(xs, np.int64)
-    size, align = arr([b.size for b in bs]), arr([max(1, b.align) for b in bs])
-    lo, hi = arr([b.lo for b in bs]), arr([inst.hi(i) for i in range(n)])
-    fixed = arr([-1 if b.fixed is None else b.fixed for b in bs])
-    first, last = arr([b.first for b in bs]), arr([b.last for b in bs])
-    conf = np.zeros((n, n), np.bool_)
-    for i, j in inst.conflicts:
-        conf[i, j] = conf[j, i] = True
-    el = inst.elements
-    el_start, el_end, el_size = arr([e.start for e in el]), arr([e.end for e in el]), arr([e.size for e in el])
-    for name, order in zip(GREEDY, _greedy_orders(inst)):
-        offset = np.full(n, -1, np.int64)
-        if greedy(order, inst.capacity, size, align, lo, hi, fixed, first, last, conf, arr(inst.barriers), el_start,
-                  el_end, el_size, offset):
-            return Placement([int(o) for o in offset], True, True, 0, f"first fit ({name})")
-    return None
 
 
 def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Placement:

@@ -1,6 +1,6 @@
-"""Place a plan on every tile: one engine run per group of tiles with identical requests; the outcome, the
-first proven failure (its tile and the literals that put bytes there, a cut for the planner), and
-placement.json."""
+"""Place a plan on every tile: one engine run per group of tiles with identical requests, the cheap placements
+first and the groups placed replayed on their neighbours; the outcome, the first proven failure (its tile and
+the literals that put bytes there, a cut for the planner), and placement.json."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ import numpy as np
 from ...formats import PLACEMENT
 from .cpsat import place_cpsat
 from .requests import TileGroup, tile_groups, tile_literals
-from .search import first_fit, place
+from .greedy import Neighbours, best_fit, first_fit
+from .search import place
 from .validate import violations
 
 NODE_BUDGET = 50_000  # per tile group, for the canonical search (deterministic)
@@ -48,6 +49,8 @@ class PlanPlacement:
         return {"tile_groups": len(self.groups), "tiles": int(sum(len(g.tiles) for g in self.groups)),
                 "buffers": int(sum(len(g.inst.buffers) * len(g.tiles) for g in self.groups)),
                 "by_first_fit": sum(m.startswith("first fit") for m in self.methods),
+                "by_best_fit": sum(m.startswith("best fit") for m in self.methods),
+                "by_replay": sum(m.startswith("replay") for m in self.methods),
                 "by_search": sum(m == "canonical search" for m in self.methods),
                 "by_cpsat": sum(m == "CP-SAT" for m in self.methods),
                 "cpsat_deterministic_seconds": round(self.work, 3),
@@ -56,34 +59,38 @@ class PlanPlacement:
 
 def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
                deadline: float | None = None) -> PlanPlacement:
-    """First fit on every tile group, a short canonical search on those it leaves, then the exact engines on
-    what is still open (at most EXACT_GROUPS groups, else "undecided" at once and the planner keeps more bytes
-    free instead): tightest group first, the first engines and then, if they leave it undecided, a longer
-    CP-SAT run, all within EXACT_BUDGET deterministic CP-SAT seconds. A group proven unplaceable ends the
-    placement (its literals become the planner's cut); one still undecided, or the budget spent, leaves the
-    plan undecided. `deadline` (time.perf_counter()) is the job's wall clock: reached, the plan is undecided
-    and `timed_out`, the only way the machine's speed changes the answer."""
+    """First fit, then best fit, on every tile group; the groups placed replayed on the others (greedy.py); a
+    short canonical search on those still open, and replays of what it places; then the exact engines on what
+    is left (at most EXACT_GROUPS groups, else "undecided" at once and the planner keeps more bytes free
+    instead): tightest group first, the first engines and then, if they leave it undecided, a longer CP-SAT
+    run, all within EXACT_BUDGET deterministic CP-SAT seconds, each group they place replayed on the rest. A
+    group proven unplaceable ends the placement (its literals become the planner's cut); one still undecided,
+    or the budget spent, leaves the plan undecided. `deadline` (time.perf_counter()) is the job's wall clock:
+    reached, the plan is undecided and `timed_out`, the only way the machine's speed changes the answer."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
-    final = [first_fit(g.inst) for g in groups]
-    for k, r in enumerate(final):  # a short canonical search places most of what first fit leaves
+    final = [first_fit(g.inst) or best_fit(g.inst) for g in groups]
+    near = Neighbours([g.inst for g in groups], [f"tile {int(g.tiles[0])}" for g in groups])
+    near.spread(final)
+    for k, r in enumerate(final):  # a short canonical search places most of what the cheap placements leave
         if r is None:
             r = place(groups[k].inst, node_budget=QUICK_NODES, heuristic=False, cpsat_seconds=0)
             if r.placed or r.proven:
                 final[k] = r
+    near.spread(final)
     left = [k for k, r in enumerate(final) if r is None]
     if len(left) > EXACT_GROUPS:
         k = left[0]
-        pp.offsets, pp.methods = [None] * len(groups), ["first fit" if r else "" for r in final]
+        pp.offsets, pp.methods = [None] * len(groups), [r.method if r else "" for r in final]
         pp.unknown = k
-        pp.reason = (f"first fit left {len(left)} of {len(groups)} tile groups (tile {int(groups[k].tiles[0])} "
-                     f"first); the exact engines take at most {EXACT_GROUPS} per plan")
+        pp.reason = (f"the cheap placements and a short search left {len(left)} of {len(groups)} tile groups "
+                     f"(tile {int(groups[k].tiles[0])} first); the exact engines take at most {EXACT_GROUPS} per plan")
         pp.seconds = time.perf_counter() - t0
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
         return pp
-    _exact(groups, left, final, node_budget, pp, deadline)
+    _exact(groups, left, final, node_budget, pp, near, deadline)
     if pp.failed is not None:
         pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
     pp.nodes = sum(r.nodes for r in final if r is not None)
@@ -99,7 +106,8 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
     pp.seconds = time.perf_counter() - t0
     if report:
         s = pp.summary()
-        report(f"placement: {s['tile_groups']} tile groups, {s['by_first_fit']} by first fit, {s['by_search']} by "
+        report(f"placement: {s['tile_groups']} tile groups, {s['by_first_fit']} by first fit, {s['by_best_fit']} by "
+               f"best fit, {s['by_replay']} by replaying a neighbour, {s['by_search']} by "
                f"search ({s['search_nodes']:,} nodes), {s['by_cpsat']} by CP-SAT ({pp.work:.1f} deterministic s), "
                f"{pp.seconds:.1f} s" + ("" if pp.placed else f": {pp.reason}"))
     return pp
@@ -118,13 +126,16 @@ def slack(inst) -> int:
 
 
 def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: int, pp: PlanPlacement,
-           deadline: float | None = None) -> None:
+           near: Neighbours, deadline: float | None = None) -> None:
     """The exact engines on the groups `left`, tightest first, within EXACT_BUDGET: each group the first
-    engines, then at once the longer CP-SAT run if they leave it undecided. Fills `final` and, on a proof or
+    engines, then at once the longer CP-SAT run if they leave it undecided; each group placed is replayed on
+    those still open, which may then need no engine. Fills `final` and, on a proof or
     an undecided group, pp.failed or pp.unknown with the reason. Any group undecided leaves the plan undecided
     whatever the order, so the order changes only how soon that is known: the tightest groups are the ones
     likeliest to stay undecided. The wall clock (`deadline`, perf_counter) only stops the engines early."""
     for k in sorted(left, key=lambda k: (slack(groups[k].inst), k)):
+        if final[k] is not None and final[k].placed:  # a replay placed it
+            continue
         g = groups[k]
         what = f"tile {int(g.tiles[0])} (and {len(g.tiles) - 1} like it)"
         for rnd in (1, 2):
@@ -144,6 +155,7 @@ def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: i
                 r.nodes, r.work = final[k].nodes, final[k].work + r.work
             final[k] = r
             if r.placed:
+                near.spread(final)
                 break
             if r.proven:
                 pp.failed, pp.reason = k, f"{what}: {r.reason}"

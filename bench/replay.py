@@ -1,0 +1,80 @@
+"""The placement of one plan two ways in one process: first fit alone before the exact engines (the placement
+as it was), and first fit, best fit and replays of placed neighbours (backend/placement/greedy.py).
+
+Usage: python bench/replay.py MODEL --batch B [--catalogue shaped] [--effort 60] [--time-limit 1800]
+Solves the case once (`ipuplan.solver.solve`: the plan the cycle search ends on, not placed), then places that
+plan with each variant: `tiles.place_plan` with best fit switched off and no neighbour replayed, then as it
+ships. Both run the same short canonical search and the same exact engines within their budgets
+(EXACT_GROUPS groups, EXACT_BUDGET deterministic CP-SAT seconds); every placement is validated apart. Prints,
+per variant, the groups each method placed, how many were left to the exact engines, CP-SAT's deterministic
+seconds, the wall seconds and the outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--catalogue", default="shaped")
+    ap.add_argument("--effort", type=float, default=60.0, help="deterministic seconds for the solve (as --effort)")
+    ap.add_argument("--time-limit", type=float, default=1800.0)
+    a = ap.parse_args()
+    import ipuplan.backend.placement.greedy as greedy
+    import ipuplan.backend.placement.tiles as tiles
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.solve import SolveOptions, solve
+    from ipuplan.target import load_target
+    from _grid import machine_line
+    print(f"{machine_line()} · python bench/replay.py {a.model} --batch {a.batch} --catalogue {a.catalogue} "
+          f"--effort {a.effort:g} --time-limit {a.time_limit:g}\n")
+    t = time.perf_counter()
+    graph = build_graph(load_model(a.model), a.batch)
+    r = solve(graph, load_target(ROOT / "targets" / "c600.yaml"),
+              SolveOptions(batch=a.batch, catalogue=Catalogue(a.catalogue), effort=a.effort, time_limit=a.time_limit,
+                           slack_effort=0, explain=False))
+    if r.plan is None:
+        print(f"{r.verdict.name}: no plan to place ({time.perf_counter() - t:.0f} s)")
+        return
+    print(f"plan: {r.verdict.name}, {r.plan['cycles']['modeled']:,} cycles modeled ({time.perf_counter() - t:.0f} s)\n")
+    print("| variant | groups | first fit | best fit | replay | left to the exact engines | search | CP-SAT | "
+          "CP-SAT det s | wall s | outcome |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    shipped_best_fit, shipped_neighbours = tiles.best_fit, greedy.NEIGHBOURS
+    for name, best, neighbours in (("first fit alone", None, 0),
+                                   ("with best fit and replays", shipped_best_fit, shipped_neighbours)):
+        tiles.best_fit = best or (lambda inst: None)
+        greedy.NEIGHBOURS = neighbours
+        left: list[int] = []
+        exact = tiles._exact
+
+        def counting(groups, todo, *rest, _exact=exact):
+            left.append(len(todo))
+            return _exact(groups, todo, *rest)
+
+        tiles._exact = counting
+        t = time.perf_counter()
+        pp = tiles.place_plan(r.problem, r.chosen)
+        wall = time.perf_counter() - t
+        tiles._exact = exact
+        s = pp.summary()
+        outcome = "placed" if pp.placed else f"{'proven unplaceable' if pp.failed is not None else 'undecided'}: " \
+                                             f"{pp.reason}"
+        gone = left[0] if left else sum(m == "" for m in pp.methods)
+        print(f"| {name} | {s['tile_groups']} | {s['by_first_fit']} | {s['by_best_fit']} | {s['by_replay']} | {gone} | "
+              f"{s['by_search']} | {s['by_cpsat']} | {pp.work:.2f} | {wall:.1f} | {outcome} |", flush=True)
+    tiles.best_fit, greedy.NEIGHBOURS = shipped_best_fit, shipped_neighbours
+
+
+if __name__ == "__main__":
+    main()
