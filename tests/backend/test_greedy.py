@@ -33,7 +33,9 @@ def test_a_replay_follows_the_neighbours_address_order():
     assert r.offsets[:4] == [0, 0, 2, 5]
 
 
-def test_the_nearest_placed_neighbour_is_replayed_first():
+def test_the_nearest_placed_neighbour_is_replayed_first(monkeypatch):
+    import ipuplan.backend.placement.greedy as greedy
+
     def inst(extra):
         return Instance(16, (Buffer("a", 4, 0, 1), Buffer("b", 4 + extra, 1, 2)))
     insts = [inst(8), inst(1), inst(0)]
@@ -41,6 +43,9 @@ def test_the_nearest_placed_neighbour_is_replayed_first():
     near = Neighbours(insts, ["far", "near", "me"])
     assert near.spread(final) == 1 and final[2].method == "replay of near"
     assert near.spread(final) == 0  # nothing left to place
+    monkeypatch.setattr(greedy, "MAX_TRIES", 0)  # a group that has had its tries gets no more
+    final = [first_fit(insts[0]), first_fit(insts[1]), None]
+    assert Neighbours(insts, ["far", "near", "me"]).spread(final) == 0 and final[2] is None
 
 
 @settings(max_examples=300, deadline=None)

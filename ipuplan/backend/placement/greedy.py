@@ -21,6 +21,7 @@ from .problem import Instance, Placement
 
 ORDERS = ("window, then size", "window, then area", "window, then start")
 NEIGHBOURS = 4  # replays each unplaced group tries per round, nearest first
+MAX_TRIES = 64  # replays per group in all: about 1 ms each, so a plan's replays stay within seconds
 
 
 @dataclass(frozen=True)
@@ -176,34 +177,33 @@ def fit_kernel(order, best, capacity, size, align, lo, hi, fixed, first, last, c
     return 1
 
 
-def _run(inst: Instance, order: np.ndarray, best: bool) -> list[int] | None:
+def _run(inst: Instance, orders: list[np.ndarray], best: bool) -> tuple[int, list[int]] | None:
+    """The first of `orders` that places everything (its index and the offsets), or None."""
     bs = inst.buffers
     if any(b.fixed is not None and (b.fixed < b.lo or b.fixed + b.size > inst.hi(i)) for i, b in enumerate(bs)):
         return None
     a = _arrays(inst)
-    offset = np.full(len(bs), -1, np.int64)
-    if fit_kernel(order, best, inst.capacity, a.size, a.align, a.lo, a.hi, a.fixed, a.first, a.last, a.conf,
-                  a.barriers, a.el_start, a.el_end, a.el_size, offset):
-        return [int(o) for o in offset]
+    for k, order in enumerate(orders):
+        offset = np.full(len(bs), -1, np.int64)
+        if fit_kernel(order, best, inst.capacity, a.size, a.align, a.lo, a.hi, a.fixed, a.first, a.last, a.conf,
+                      a.barriers, a.el_start, a.el_end, a.el_size, offset):
+            return k, [int(o) for o in offset]
     return None
+
+
+def _static(inst: Instance, best: bool) -> Placement | None:
+    r = _run(inst, _orders(inst), best)
+    return None if r is None else Placement(r[1], True, True, 0, f"{'best' if best else 'first'} fit ({ORDERS[r[0]]})")
 
 
 def first_fit(inst: Instance) -> Placement | None:
     """The first of the ORDERS that places everything by first fit, or None."""
-    for name, order in zip(ORDERS, _orders(inst)):
-        offs = _run(inst, order, False)
-        if offs is not None:
-            return Placement(offs, True, True, 0, f"first fit ({name})")
-    return None
+    return _static(inst, False)
 
 
 def best_fit(inst: Instance) -> Placement | None:
     """The first of the ORDERS that places everything by best fit, or None."""
-    for name, order in zip(ORDERS, _orders(inst)):
-        offs = _run(inst, order, True)
-        if offs is not None:
-            return Placement(offs, True, True, 0, f"best fit ({name})")
-    return None
+    return _static(inst, True)
 
 
 def replay(inst: Instance, like: Instance, offsets: list[int], source: str) -> Placement | None:
@@ -214,8 +214,8 @@ def replay(inst: Instance, like: Instance, offsets: list[int], source: str) -> P
     never = 1 << 62
     order = np.array(sorted(range(len(bs)), key=lambda i: (bs[i].fixed is None, at.get(bs[i].name, never),
                                                            -bs[i].size, i)), np.int64)
-    offs = _run(inst, order, False)
-    return None if offs is None else Placement(offs, True, True, 0, f"replay of {source}")
+    r = _run(inst, [order], False)
+    return None if r is None else Placement(r[1], True, True, 0, f"replay of {source}")
 
 
 class Neighbours:
@@ -234,15 +234,15 @@ class Neighbours:
         self.tried = np.zeros((len(insts), len(insts)), np.bool_)
 
     def spread(self, final: list[Placement | None]) -> int:
-        """Replay placed instances on the unplaced ones, NEIGHBOURS per round each, nearest first, until a round
-        places none; fills `final` and returns how many it placed."""
+        """Replay placed instances on the unplaced ones, NEIGHBOURS per round each (MAX_TRIES in all), nearest
+        first, until a round places none; fills `final` and returns how many it placed."""
         placed_here = 0
         while True:
             done = np.array([r is not None and r.placed for r in final], np.bool_)
             new = 0
             for k in np.flatnonzero(~done & np.array([r is None or not r.proven for r in final], np.bool_)):
                 cand = np.flatnonzero(done & ~self.tried[k])
-                if not len(cand):
+                if not len(cand) or self.tried[k].sum() >= MAX_TRIES:
                     continue
                 dist = np.abs(self.sizes[cand] - self.sizes[k]).sum(axis=1)
                 for s in cand[np.lexsort((cand, dist))][:NEIGHBOURS]:

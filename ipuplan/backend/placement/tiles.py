@@ -129,10 +129,10 @@ def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: i
            near: Neighbours, deadline: float | None = None) -> None:
     """The exact engines on the groups `left`, tightest first, within EXACT_BUDGET: each group the first
     engines, then at once the longer CP-SAT run if they leave it undecided; each group placed is replayed on
-    those still open, which may then need no engine. Fills `final` and, on a proof or
-    an undecided group, pp.failed or pp.unknown with the reason. Any group undecided leaves the plan undecided
-    whatever the order, so the order changes only how soon that is known: the tightest groups are the ones
-    likeliest to stay undecided. The wall clock (`deadline`, perf_counter) only stops the engines early."""
+    those still open, which may then need no engine. Fills `final` and, on a proof or an undecided group,
+    pp.failed or pp.unknown with the reason. Tightest first: those are the groups likeliest to stay undecided
+    (which ends the placement soonest) and, placed, the likeliest to fit their looser neighbours by a replay.
+    The wall clock (`deadline`, perf_counter) only stops the engines early."""
     for k in sorted(left, key=lambda k: (slack(groups[k].inst), k)):
         if final[k] is not None and final[k].placed:  # a replay placed it
             continue
