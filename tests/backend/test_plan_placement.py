@@ -271,3 +271,10 @@ def test_a_group_the_exact_engines_place_is_replayed_on_its_neighbours(monkeypat
     assert pp.summary()["by_replay"] == 5 and pp.summary()["by_cpsat"] == 1
     pp = _plan_of(monkeypatch, [_STUBBORN] + _KIN + [_STUBBORN] * 2)
     assert pp.placed and pp.methods == ["CP-SAT"] * 6
+
+
+def test_a_group_the_short_search_proves_unplaceable_is_the_cut(monkeypatch):
+    pp = _plan_of(monkeypatch, [_LOOSE, _FULL, _LOOSE], QUICK_NODES=5_000)
+    # until the proof was heeded, a plan with such a group counted as placed
+    assert not pp.placed and pp.failed == 1 and pp.cut == [("tile", 1)] and "tile 1" in pp.reason
+    assert "no placement of the 2 buffers" in pp.reason and pp.offsets[1] is None and pp.work == 0

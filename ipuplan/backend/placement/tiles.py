@@ -80,7 +80,12 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
                 final[k] = r
     near.spread(final)
     left = [k for k, r in enumerate(final) if r is None]
-    if len(left) > EXACT_GROUPS:
+    proven = [k for k, r in enumerate(final) if r is not None and not r.placed]
+    if proven:  # the short search searched a group's whole tree: no engine need look further
+        k = proven[0]
+        pp.failed = k
+        pp.reason = f"tile {int(groups[k].tiles[0])} (and {len(groups[k].tiles) - 1} like it): {final[k].reason}"
+    elif len(left) > EXACT_GROUPS:
         k = left[0]
         pp.offsets, pp.methods = [None] * len(groups), [r.method if r else "" for r in final]
         pp.unknown = k
@@ -90,7 +95,8 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
         return pp
-    _exact(groups, left, final, node_budget, pp, near, deadline)
+    else:
+        _exact(groups, left, final, node_budget, pp, near, deadline)
     if pp.failed is not None:
         pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
     pp.nodes = sum(r.nodes for r in final if r is not None)
