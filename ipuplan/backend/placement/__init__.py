@@ -1,5 +1,5 @@
 """Exact address placement: buffers with sizes, windows, alignment, lifetimes and element conflicts placed
-(first fit, then an exact canonical search), or proven unplaceable."""
+(first fit, best fit, then an exact canonical search and CP-SAT), or proven unplaceable."""
 
 from .problem import Buffer, Elements, Instance, Placement
 from .search import place
