@@ -40,7 +40,8 @@ class _Arrays:
     el_size: np.ndarray
 
 
-def _arrays(inst: Instance) -> _Arrays:
+def arrays(inst: Instance) -> _Arrays:
+    """The instance as the kernels' int64 arrays (conflicts as a symmetric matrix)."""
     bs = inst.buffers
     n = len(bs)
     arr = lambda xs: np.asarray(xs, np.int64)
@@ -103,16 +104,19 @@ def _extent(j, offset, size, apart, el_start, el_end, el_size):
 
 @njit(cache=True)
 def _fits(o, i, cnt, bot, top, apart, size, el_start, el_end, el_size):
-    """Whether buffer i at o clears the `cnt` obstacles, and the lowest obstacle bottom at or above its end."""
+    """(the highest top among the `cnt` obstacles buffer i at o hits, -1 if none; the lowest obstacle bottom at or
+    above its end)."""
     end_i = o + size[i]
+    el_i = _element_end(o, size[i], el_start, el_end, el_size)
+    hit = -1
     above = 1 << 62
     for d in range(cnt):
-        e = _element_end(o, size[i], el_start, el_end, el_size) if apart[d] else end_i
+        e = el_i if apart[d] else end_i
         if o < top[d] and bot[d] < e:
-            return False, 0
-        if bot[d] >= e and bot[d] < above:
+            hit = max(hit, top[d])
+        elif bot[d] >= e and bot[d] < above:
             above = bot[d]
-    return True, above
+    return hit, above
 
 
 @njit(cache=True)
@@ -140,16 +144,10 @@ def fit_kernel(order, best, capacity, size, align, lo, hi, fixed, first, last, c
         if not best:
             o = _admissible(lo[i], i, capacity, size, align, lo, hi, fixed, barriers)
             while o >= 0:
-                ok, _ = _fits(o, i, cnt, bot, top, apart, size, el_start, el_end, el_size)
-                if ok:
+                bump, _ = _fits(o, i, cnt, bot, top, apart, size, el_start, el_end, el_size)
+                if bump < 0:
                     choice = o
                     break
-                bump = -1  # the highest top among the obstacles it hits
-                e_i = _element_end(o, size[i], el_start, el_end, el_size)
-                for d in range(cnt):
-                    e = e_i if apart[d] else o + size[i]
-                    if o < top[d] and bot[d] < e and top[d] > bump:
-                        bump = top[d]
                 nxt = _admissible(bump, i, capacity, size, align, lo, hi, fixed, barriers)
                 if nxt <= o:
                     break
@@ -160,8 +158,8 @@ def fit_kernel(order, best, capacity, size, align, lo, hi, fixed, first, last, c
                 o = _admissible(lo[i] if c == cnt else top[c], i, capacity, size, align, lo, hi, fixed, barriers)
                 if o < 0:
                     continue
-                ok, above = _fits(o, i, cnt, bot, top, apart, size, el_start, el_end, el_size)
-                if not ok:
+                hit, above = _fits(o, i, cnt, bot, top, apart, size, el_start, el_end, el_size)
+                if hit >= 0:
                     continue
                 end_i = o + size[i]
                 gap = min(above, hi[i], capacity) - end_i
@@ -179,12 +177,9 @@ def fit_kernel(order, best, capacity, size, align, lo, hi, fixed, first, last, c
 
 def _run(inst: Instance, orders: list[np.ndarray], best: bool) -> tuple[int, list[int]] | None:
     """The first of `orders` that places everything (its index and the offsets), or None."""
-    bs = inst.buffers
-    if any(b.fixed is not None and (b.fixed < b.lo or b.fixed + b.size > inst.hi(i)) for i, b in enumerate(bs)):
-        return None
-    a = _arrays(inst)
+    a = arrays(inst)  # a fixed offset outside its window is refused by _admissible
     for k, order in enumerate(orders):
-        offset = np.full(len(bs), -1, np.int64)
+        offset = np.full(len(inst.buffers), -1, np.int64)
         if fit_kernel(order, best, inst.capacity, a.size, a.align, a.lo, a.hi, a.fixed, a.first, a.last, a.conf,
                       a.barriers, a.el_start, a.el_end, a.el_size, offset):
             return k, [int(o) for o in offset]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .greedy import best_fit, first_fit
+from .greedy import arrays, best_fit, first_fit
 from .problem import Instance, Placement
 
 ORDERS = ("WAT", "TAW", "TWA")  # static preorders: (W)idth of lifetime, (A)rea, (T)otal of its sections, descending
@@ -83,14 +83,13 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
         r = first_fit(inst) or best_fit(inst)
         if r is not None:
             return r
-        heuristic = False
     spent = 0.0
     if cpsat_first > 0:
         c = place_cpsat(inst, cpsat_first, deadline)
         if c.placed or c.proven:
             return c
         spent = c.work
-    r = _canonical(inst, node_budget, orders, heuristic)
+    r = _canonical(inst, node_budget, orders)
     r.work = spent
     if r.placed or r.proven or cpsat_seconds <= 0:
         return r
@@ -101,7 +100,7 @@ def place(inst: Instance, node_budget: int = 20_000_000, orders=ORDERS, heuristi
     return c
 
 
-def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Placement:
+def _canonical(inst: Instance, node_budget: int, orders) -> Placement:
     from .kernel import EXHAUSTED, FOUND, rerank, search
     bs = inst.buffers
     n = len(bs)
@@ -115,22 +114,12 @@ def _canonical(inst: Instance, node_budget: int, orders, heuristic: bool) -> Pla
                              f"{b.name}: its required offset {f} is outside its window, unaligned or straddles a barrier")
     sw = sweep(inst)
     arr = lambda xs: np.asarray(xs, np.int64)
-    size, align = arr([b.size for b in bs]), arr([max(1, b.align) for b in bs])
-    lo, hi = arr([b.lo for b in bs]), arr([inst.hi(i) for i in range(n)])
-    fixed = arr([-1 if b.fixed is None else b.fixed for b in bs])
+    A = arrays(inst)
+    size, align, lo, hi, fixed, conf, barriers = A.size, A.align, A.lo, A.hi, A.fixed, A.conf, A.barriers
+    el_start, el_end, el_size = A.el_start, A.el_end, A.el_size
     span_a, span_b = arr([a for a, _ in sw.span]), arr([b for _, b in sw.span])
     ov_ptr, ov_idx = _csr(sw.overlaps)
     sec_ptr, sec_idx = _csr([list(x) for x in sw.sections])
-    conf = np.zeros((n, n), np.bool_)
-    for i, j in inst.conflicts:
-        conf[i, j] = conf[j, i] = True
-    barriers = arr(inst.barriers)
-    el = inst.elements
-    el_start, el_end, el_size = arr([e.start for e in el]), arr([e.end for e in el]), arr([e.size for e in el])
-    if heuristic and n:
-        r = first_fit(inst)
-        if r is not None:
-            return r
     offset = np.full(n, -1, np.int64)
     minoff = lo.copy()
     floor = np.zeros(len(sw.sections), np.int64)
