@@ -21,10 +21,31 @@ ROW_KINDS = ("memory", "region1", "region0", "tables", "fragments")
 PROOFS = ("counting", "farkas", "z3", "split")  # proofs over named rows: re-provable on a lifted instance too
 
 
-def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None):
+def least_room(sp: Space, lim: Limits) -> np.ndarray | None:
+    """[tiles] region 0 less the support and the allocation of each tile's least exchange tables (the sum of every
+    group's cheapest): no selection leaves a standard buffer more of region 0 than this, and standard data never
+    straddles the region boundary, so a larger one is in region 1. None without regions (the seeds' flat space)."""
+    if not lim.tables_in_memory:
+        return None
+    X, xl = sp.arrays[5], sp.arrays[7]
+    least = np.zeros(sp.tiles, np.int64)
+    if len(xl):
+        has, at = np.unique(xl, return_inverse=True)
+        per = np.zeros((len(has), X.shape[1]), np.int64)
+        np.add.at(per, at.ravel(), X)
+        row = {int(k): i for i, k in enumerate(has)}
+        for g in sp.groups.values():
+            ids = [row.get(sp.index[k]) for k in g]
+            if ids and None not in ids:
+                least += per[ids].min(0)
+    return lim.region0 - lim.support - lim.table_alloc(least)
+
+
+def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None, room: np.ndarray | None = None):
     """(data coefficients, table coefficients, capacity) of one tile's row: the row holds when
     data . x + alloc(tables . x) <= capacity, alloc the whole region-0 elements the tables occupy (with the
-    fetch guard; nothing for no tables). Only memory and region-0 rows hold tables in memory."""
+    fetch guard; nothing for no tables). Only memory and region-0 rows hold tables in memory. A region-1 row holds
+    the interleaved data and every standard buffer larger than the tile's `room` (`least_room`)."""
     D, lit, first, last, is_il, X, F, xl = sp.arrays
     coef = np.zeros(len(sp.lits), np.int64)
     tcoef = np.zeros(len(sp.lits), np.int64)
@@ -33,7 +54,7 @@ def row_terms(sp: Space, lim: Limits, kind: str, tile: int, step: int | None):
     if kind in ("memory", "region1"):
         live = (first <= step) & (step <= last)
         if kind == "region1":
-            live &= is_il
+            live &= is_il if room is None else is_il | (D[:, tile] > room[tile])
         np.add.at(coef, lit[live], D[live, tile])
         return coef, tcoef, (lim.capacity if kind == "memory" else lim.region1)
     if kind == "region0":
@@ -100,7 +121,7 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
                      compact=kind_of_catalogue == "compact", steps=steps_of(kind_of_catalogue))
     lim = Limits.derive(target, options, [o.op.kind for o in sp.prog.ops], W)
     steps = {s_: i for i, s_ in enumerate(sp.prog.steps)}
-    rows = []
+    rows, room = [], least_room(sp, lim)
     for r in get(cert, "rows", W):
         if not isinstance(r, dict) or r.get("kind") not in ROW_KINDS or not isinstance(r.get("tile"), int) \
                 or not 0 <= r["tile"] < target.tiles:
@@ -112,7 +133,7 @@ def prove_rows(cert: dict, g, target, rep: CheckReport, z3_rlimit: int, lifted: 
                 rep.fail(f"row {r['name']}: unknown program point {r.get('step')!r}")
                 return
             step = steps[r["step"]]
-        coef, tcoef, cap = row_terms(sp, lim, r["kind"], r["tile"], step)
+        coef, tcoef, cap = row_terms(sp, lim, r["kind"], r["tile"], step, room)
         low = cheapest(sp, lim, coef, tcoef)
         if not lifted and (cap, low) != (r.get("capacity"), r.get("cheapest_bytes")):
             rep.fail(f"row {r['name']}: certificate says capacity {r.get('capacity')}, cheapest "

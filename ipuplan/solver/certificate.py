@@ -18,22 +18,10 @@ from .budget import Budget
 from .model import Guard
 from . import split
 from .problem import Problem
-from .rows import MemoryBounds, Row, Rows
+from .rows import MemoryBounds, Row, Rows, edge_name, groups
 from .shrink import cpsat_conflicts, shrink
 
 Z3_RLIMIT_PER_SECOND = 2_000_000  # z3 resource units granted per deterministic second of effort
-
-
-def groups(p: Problem) -> dict[str, list[tuple]]:
-    """Exactly one literal of each: an op's implementations, an edge's (producer, consumer, mode) pairs."""
-    out = {op: [("impl", op, i) for i in range(len(impls))] for op, impls in p.impls.items()}
-    for e in p.edges:
-        out[edge_name(e)] = [pr.lit for pr in e.pairs]
-    return out
-
-
-def edge_name(e) -> str:
-    return f"{e.buf} -> {e.consumer}[{e.index}]"
 
 
 def cheapest(p: Problem, row: Row, gs=None) -> tuple[int, list[dict]]:
@@ -85,7 +73,7 @@ def rows_from_core(p: Problem, classes, core: list[Guard], rows: Rows) -> list[R
         elif gd.family == "liveness" and tag == "tile":
             add("memory", info[2], info[1])
         elif gd.family == "regions" and tag == "il":
-            add("region1", by[info[2]].rep, info[1])
+            add("region1", info[2], info[1])
         elif gd.family == "regions" and tag == "tables":
             for t in by[info[1]].tiles:
                 add("region0", t)

@@ -15,6 +15,7 @@ from .choice import add_choice
 from .exchange.tables import add_exchange, missing_rows
 from .memory import add_liveness, add_placement_cuts, add_regions
 from .memory.liveness import missing_tile_rows
+from .memory.regions import missing_region1_rows
 from .model import SLACK_MAX, ModelCtx
 from .objective import add_objective
 from .problem import Problem
@@ -114,9 +115,9 @@ def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what
                              {k: solver.Value(v) for k, v in ctx.slack.items()})
         use = tile_usage(p, chosen)
         tables = exchange_usage(p, chosen)[0]
-        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables,
-                                   solver.Value(ctx.slack["memory"]) if ctx.slack else 0,
-                                   solver.Value(ctx.free) if keep_free else 0)
+        slack, free = (solver.Value(ctx.slack["memory"]) if ctx.slack else 0), (solver.Value(ctx.free) if keep_free else 0)
+        added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables, slack, free)
+        added += missing_region1_rows(ctx, chosen, slack, free)
         if not added or rounds >= MAX_ROUNDS or budget.left() <= 0:
             return status, solver, rounds, added
         if report:

@@ -24,12 +24,44 @@ def literal_sums(lits: list, ids: np.ndarray, vals: np.ndarray) -> list[tuple]:
     return list(zip([lits[i] for i in uniq[order].tolist()], sums[order].tolist()))
 
 
+def groups(p: Problem) -> dict[str, list[tuple]]:
+    """Exactly one literal of each: an op's implementations, an edge's (producer, consumer, mode) pairs."""
+    out = {op: [("impl", op, i) for i in range(len(impls))] for op, impls in p.impls.items()}
+    for e in p.edges:
+        out[edge_name(e)] = [pr.lit for pr in e.pairs]
+    return out
+
+
+def edge_name(e) -> str:
+    return f"{e.buf} -> {e.consumer}[{e.index}]"
+
+
+def region0_room(p: Problem, gs: dict | None = None) -> np.ndarray | None:
+    """[tiles] the most bytes one standard buffer can take in region 0 under any selection: region 0 less the
+    support and the allocation of the tile's least exchange tables (every group's cheapest tables, resident for
+    the whole program; the allocation grows with the tables). Standard data never straddles the region boundary,
+    so a standard buffer larger than this sits in region 1 whatever else is chosen. None without regions (the
+    seeds' accounting: one flat space)."""
+    a = p.acct
+    if not a.tables_in_memory:
+        return None
+    by_lit: dict = {}
+    for x in p.xcontribs:
+        v = p.vectors[x.tables]
+        by_lit[x.lit] = by_lit[x.lit] + v if x.lit in by_lit else v.astype(np.int64)
+    least = np.zeros(p.target.tiles, np.int64)
+    for g in (gs or groups(p)).values():
+        if g and all(k in by_lit for k in g):  # a literal without tables makes the group's least 0
+            least += np.min(np.stack([by_lit[k] for k in g]), axis=0)
+    return a.region0 - a.support - a.table_alloc(least).astype(np.int64)
+
+
 @dataclass(frozen=True)
 class Row:
     """sum(coef . x) + alloc(sum(tcoef . x)) <= cap, alloc(t) = 0 for t = 0, else t plus the fetch guard rounded
     up to whole region-0 elements (tcoef: the exchange tables of rows that hold them in memory)."""
 
-    kind: str  # memory, region1, region0, tables, fragments
+    kind: str  # memory, region1 (interleaved data and standard buffers too large for region 0), region0, tables, fragments
     tile: int
     step: int | None
     coef: dict  # solver literal -> bytes (or fragments)
@@ -62,6 +94,7 @@ class Rows:
         self.first = np.array([c.first for c in p.contribs])
         self.last = np.array([c.last for c in p.contribs])
         self.il = np.array([c.mem.value == "il" for c in p.contribs])
+        self.room = region0_room(p)
         self.X = np.stack([p.vectors[x.tables] for x in p.xcontribs]) if p.xcontribs else None
         self.F = np.stack([p.vectors[x.frags] for x in p.xcontribs]) if p.xcontribs else None
         self.xl = [x.lit for x in p.xcontribs]
@@ -95,7 +128,9 @@ class Rows:
     def _row(self, kind: str, tile: int, step: int | None) -> Row:
         p, coef, tcoef = self.p, {}, {}
         if kind in ("memory", "region1"):
-            live = (self.first <= step) & (step <= self.last) & (self.il if kind == "region1" else True)
+            live = (self.first <= step) & (step <= self.last)
+            if kind == "region1":
+                live &= self.il if self.room is None else self.il | (self.D[:, tile] > self.room[tile])
             self._add(coef, self.cid[live], self.D[live, tile])
         if self.X is not None and kind == "tables":
             self._add(coef, self.xid, self.X[:, tile])

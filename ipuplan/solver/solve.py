@@ -301,6 +301,7 @@ def _same_rows(ctx: ModelCtx, rows: set) -> None:
     infeasible): every row is a true constraint, so adding them only saves rounds."""
     from .exchange.tables import add_budget_row, add_fragment_row, add_table_row
     from .memory.liveness import add_tile_row
+    from .memory.regions import add_region1_row
     for key in sorted(rows, key=repr):
         if key[0] == "tables":
             add_table_row(ctx, key[1], key[2])
@@ -310,6 +311,8 @@ def _same_rows(ctx: ModelCtx, rows: set) -> None:
             add_budget_row(ctx, key[1])
         elif key[0] == "memory":
             add_tile_row(ctx, key[1], key[2])
+        elif key[0] == "region1":
+            add_region1_row(ctx, key[1], key[2])
 
 
 def plan_body(p: Problem, chosen: set[tuple], bound: int | None, classes, fastest: int | None = None) -> dict:

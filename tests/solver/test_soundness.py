@@ -121,16 +121,33 @@ def enumerate_best(p: Problem):
     return best
 
 
+def _least_room(p: Problem) -> np.ndarray:
+    """Region 0 less the support and the allocation of each tile's least tables: the sum over every op and
+    every edge of its cheapest candidate's (or pair's) table bytes."""
+    def tables(lit):
+        return sum((p.vectors[x.tables] for x in p.xcontribs if x.lit == lit), np.zeros(p.target.tiles, np.int64))
+
+    least = sum((np.min([tables(("impl", o, i)) for i in range(len(ims))], axis=0) for o, ims in p.impls.items()),
+                np.zeros(p.target.tiles, np.int64))
+    least = least + sum((np.min([tables(pr.lit) for pr in e.pairs], axis=0) for e in p.edges if e.pairs),
+                        np.zeros(p.target.tiles, np.int64))
+    if not p.acct.tables_in_memory:  # no regions in the placement: nothing is forced into region 1
+        return np.full(p.target.tiles, np.iinfo(np.int64).max)
+    return p.acct.region0 - p.acct.support - p.acct.table_alloc(least)
+
+
 def _evaluate(p: Problem, chosen: set):
-    """Cost of a full choice if it fits every tile and step, else None."""
+    """Cost of a full choice if it fits every tile and step, else None. Region 1 holds the interleaved data and
+    every standard buffer larger than any selection leaves of region 0."""
     T, S = p.target.tiles, len(p.sched.steps)
     total = np.zeros((S, T), np.int64)
     il = np.zeros((S, T), np.int64)
+    room = _least_room(p)
     for cb in p.contribs:
         if cb.lit in chosen:
-            total[cb.first:cb.last + 1] += p.vectors[cb.vec]
-            if cb.mem is MemClass.INTERLEAVED:
-                il[cb.first:cb.last + 1] += p.vectors[cb.vec]
+            v = p.vectors[cb.vec]
+            total[cb.first:cb.last + 1] += v
+            il[cb.first:cb.last + 1] += v if cb.mem is MemClass.INTERLEAVED else np.where(v > room, v, 0)
     a = p.acct
     tables = sum((p.vectors[x.tables] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))
     frags = sum((p.vectors[x.frags] for x in p.xcontribs if x.lit in chosen), np.zeros(T, np.int64))

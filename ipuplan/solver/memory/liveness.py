@@ -27,13 +27,14 @@ def _group(lit: tuple) -> tuple:
     return lit
 
 
-def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
+def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int, room: np.ndarray | None = None):
     """Yield (class, step, (literals, bytes on the class's tile), {literal: bytes of the whole-program
     contributions}, largest possible sum) for every class and step whose largest possible sum (one literal per
     exclusive group) exceeds `threshold`, leaving out a step whose every coefficient is <= those of another
-    kept step of the same class (it is implied). The second mapping is the same in every row of a class."""
+    kept step of the same class (it is implied). The second mapping is the same in every row of a class.
+    `room` (per class, with `mem` interleaved): standard contributions larger than the class's room count too."""
     p = ctx.p
-    cbs = [cb for cb in p.contribs if mem is None or cb.mem is mem]
+    cbs = [cb for cb in p.contribs if mem is None or cb.mem is mem or (room is not None and cb.mem is not mem)]
     if not cbs:
         return
     lits = sorted({cb.lit for cb in cbs}, key=repr)
@@ -48,6 +49,8 @@ def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int):
     whole = (first == 0) & (last == steps - 1)
     reps = np.array([c.rep for c in ctx.classes])
     V = np.stack([p.vectors[cb.vec][reps] for cb in cbs]).astype(np.int64)  # [contribs, classes]
+    if room is not None:
+        V *= np.array([cb.mem is mem for cb in cbs])[:, None] | (V > room[None, :])
     P = np.zeros((len(lits), len(reps)), np.int64)  # whole-program bytes of each literal on each class
     np.add.at(P, L[whole], V[whole])
     var = np.empty(len(lits), object)
