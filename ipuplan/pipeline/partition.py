@@ -25,16 +25,18 @@ class Partition:
         return tuple(out)
 
     def moves(self, stage: int) -> list["Partition"]:
-        """The partitions that hand one layer of `stage` to a neighbour (the boundary moves by one)."""
+        """The partitions that hand one layer of `stage` to another stage, nearest first (every boundary between
+        them moves by one; the stages between keep their counts). Handing it only to a neighbour misses a
+        neighbour that is full: PE-Core G/14's head stage on 4 chips can give a layer only to the stem, past two
+        middle stages that fail with one more."""
         if self.counts[stage] <= 1:
             return []
         out = []
-        for nb in (stage - 1, stage + 1):
-            if 0 <= nb < len(self.counts):
-                c = list(self.counts)
-                c[stage] -= 1
-                c[nb] += 1
-                out.append(Partition(tuple(c)))
+        for nb in sorted((i for i in range(len(self.counts)) if i != stage), key=lambda i: (abs(i - stage), i)):
+            c = list(self.counts)
+            c[stage] -= 1
+            c[nb] += 1
+            out.append(Partition(tuple(c)))
         return out
 
     def label(self) -> str:

@@ -367,6 +367,9 @@ def test_partitions_balanced_and_under_caps():
         assert p.layers == layers and all(1 <= c <= k for c, k in zip(p.counts, caps))
         assert max(p.counts) - min(c for c, k in zip(p.counts, caps) if k >= max(p.counts)) <= 1
     assert Partition((3, 1)).moves(1) == [] and Partition((3, 1)).moves(0) == [Partition((2, 2))]
+    assert [p.counts for p in Partition((12, 13, 13, 12)).moves(3)] == [(12, 13, 14, 11), (12, 14, 13, 11),
+                                                                       (13, 13, 13, 11)]
+    assert [p.counts for p in Partition((2, 2, 2)).moves(1)] == [(3, 1, 2), (2, 1, 3)]
 
 
 def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
@@ -405,6 +408,36 @@ def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
     o = ps.run_pipeline(ps.PipelineJob(job, 2), tmp_path / "two")
     assert o.verdict is Verdict.UNKNOWN and o.doc["partition_search"]["caps_exhausted"]
     assert "2 chips cannot hold it within the catalogue" in o.doc["unknown"]["reason"]
+
+
+def test_a_layer_moves_past_full_stages(tmp_path, monkeypatch):
+    """A slow head whose neighbour is full: 20 layers on 4 chips, middle stages fail beyond 3 layers. The search
+    leaves 5 + 5 + 5 + 5 for 7 + 3 + 3 + 7, where the head (150,000 cycles a layer) is slowest; its layer goes to
+    the stem past both full middle stages (a neighbour-only move has nowhere to go)."""
+    import dataclasses as dc
+
+    import ipuplan.pipeline.solve as ps
+    from ipuplan.job.solve import Job
+    from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict
+    per_layer = {(True, False): 100_000, (False, False): 100_000, (False, True): 150_000}
+
+    def fake_solve(job, report=None):
+        st = job.stage
+        fit = st.count <= (3 if (st.stem, st.head) == (False, False) else 12)
+        r = SolveResult(Verdict.FIT if fit else Verdict.INFEASIBLE, None, stats={"status": "OPTIMAL"},
+                        plan={"cycles": {"modeled": per_layer[(st.stem, st.head)] * st.count}} if fit else None)
+        return ps.SolvedJob(job, None, None, r, None)
+
+    def fake_write(s, d, stage=None):
+        s.doc = {"cycles": {"modeled": s.result.plan["cycles"]["modeled"], "gap": 0.0},
+                 "stage": (stage or s.job.stage).record()}
+        return dc.replace(s.result)
+    monkeypatch.setattr(ps, "solve_job", fake_solve)
+    monkeypatch.setattr(ps, "write_solved", fake_write)
+    o = ps.run_pipeline(ps.PipelineJob(Job(str(VIT), str(SMALL), 2, 20, options=SolveOptions(batch=2)), 4), tmp_path)
+    assert o.verdict is Verdict.FIT
+    assert [s["stage"]["count"] for s in o.doc["stages"]] == [8, 3, 3, 6]
+    assert [p["counts"] for p in o.doc["partition_search"]["partitions"]][2:4] == [[7, 3, 3, 7], [8, 3, 3, 6]]
 
 
 def test_a_layer_no_chip_holds(tmp_path, cli):
