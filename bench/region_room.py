@@ -1,0 +1,96 @@
+"""One case solved two ways in one process: region 1's rows with the interleaved data alone (the relaxation as it
+was) and with every standard buffer larger than the tile's region-0 room too (solver/memory/regions.py); each
+variant's plan then placed once.
+
+Usage: python bench/region_room.py MODEL --batch B [--stage FIRST:COUNT] [--catalogue compact] [--effort 120]
+       [--time-limit 3000]
+`--stage 12:13`: the pipeline stage of COUNT layers from layer FIRST (the stem and head as the model's depth
+makes them), as `solve --ipus` poses it. Each variant is one `ipuplan.solver.solve` (its cycle search, no
+placement) and one `tiles.place_plan` of the plan it ends on, the placement's exact engines within their budgets;
+the job's retries after a refused placement are not run. Prints, per variant, the plan's cycles and gap, the
+standard buffers of the plan larger than their tile's room, the tile groups left to the exact engines and the
+placement's outcome.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--stage", default=None, help="FIRST:COUNT, a pipeline stage of COUNT layers from layer FIRST")
+    ap.add_argument("--catalogue", default="compact")
+    ap.add_argument("--effort", type=float, default=120.0)
+    ap.add_argument("--time-limit", type=float, default=3000.0)
+    a = ap.parse_args()
+    import ipuplan.backend.placement.tiles as tiles
+    import ipuplan.solver.memory.regions as regions
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.layout import MemClass
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.model.stage import Stage
+    from ipuplan.solver.rows import region0_room
+    from ipuplan.solver.solve import SolveOptions, solve
+    from ipuplan.target import load_target
+    from _grid import machine_line
+    stage = f" --stage {a.stage}" if a.stage else ""
+    print(f"{machine_line()} · python bench/region_room.py {a.model} --batch {a.batch}{stage} --catalogue "
+          f"{a.catalogue} --effort {a.effort:g} --time-limit {a.time_limit:g}\n")
+    spec = load_model(a.model)
+    st = None
+    if a.stage:
+        first, count = map(int, a.stage.split(":"))
+        st = Stage.of(first, count, spec.layers)
+    graph = build_graph(spec, a.batch, st) if st else build_graph(spec, a.batch)
+    target = load_target(ROOT / "targets" / "c600.yaml")
+    print("| region 1's rows | verdict | cycles | gap | standard buffers of the plan larger than their tile's room "
+          "(tiles) | tile groups | left to the exact engines | placement | solve s | place s |")
+    print("|---|---|---:|---:|---|---:|---:|---|---:|---:|")
+    shipped = regions.region0_room
+    for name, room_of in (("interleaved data", lambda p, gs=None: None), ("and standard beyond the room", shipped)):
+        regions.region0_room = room_of
+        t = time.perf_counter()
+        r = solve(graph, target, SolveOptions(batch=a.batch, catalogue=Catalogue(a.catalogue), effort=a.effort,
+                                              time_limit=a.time_limit, slack_effort=0, explain=False))
+        solved = time.perf_counter() - t
+        regions.region0_room = shipped
+        if r.plan is None:
+            print(f"| {name} | {r.verdict.name} | | | | | | | {solved:.0f} | |", flush=True)
+            continue
+        room = region0_room(r.problem)
+        big = [(cb.what, int(np.count_nonzero(r.problem.vectors[cb.vec] > room))) for cb in r.problem.contribs
+               if cb.lit in r.chosen and cb.mem is MemClass.STANDARD and (r.problem.vectors[cb.vec] > room).any()]
+        left: list[int] = []
+        exact = tiles._exact
+
+        def counting(groups, todo, *rest, _exact=exact):
+            left.append(len(todo))
+            return _exact(groups, todo, *rest)
+
+        tiles._exact = counting
+        t = time.perf_counter()
+        pp = tiles.place_plan(r.problem, r.chosen)
+        placed = time.perf_counter() - t
+        tiles._exact = exact
+        s = pp.summary()
+        outcome = "placed" if pp.placed else f"{'proven unplaceable' if pp.failed is not None else 'undecided'}: " \
+                                             f"{pp.reason}"
+        shown = ", ".join(f"{w} ({n})" for w, n in big[:3]) + (f", {len(big) - 3} more" if len(big) > 3 else "")
+        print(f"| {name} | {r.verdict.name} | {r.plan['cycles']['modeled']:,} | {100 * (r.plan['cycles'].get('gap') or 0):.2f} % | "
+              f"{len(big)}: {shown or 'none'} | {s['tile_groups']} | {left[0] if left else 0} | {outcome} | "
+              f"{solved:.0f} | {placed:.1f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
