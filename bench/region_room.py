@@ -34,7 +34,6 @@ def main() -> None:
     ap.add_argument("--effort", type=float, default=120.0)
     ap.add_argument("--time-limit", type=float, default=3000.0)
     a = ap.parse_args()
-    import ipuplan.backend.placement.tiles as tiles
     import ipuplan.solver.memory.regions as regions
     from ipuplan.catalogue import Catalogue
     from ipuplan.layout import MemClass
@@ -44,6 +43,7 @@ def main() -> None:
     from ipuplan.solver.solve import SolveOptions, solve
     from ipuplan.target import load_target
     from _grid import machine_line
+    from _placing import outcome, place_counted
     stage = f" --stage {a.stage}" if a.stage else ""
     print(f"{machine_line()} · python bench/region_room.py {a.model} --batch {a.batch}{stage} --catalogue "
           f"{a.catalogue} --effort {a.effort:g} --time-limit {a.time_limit:g}\n")
@@ -71,24 +71,11 @@ def main() -> None:
         room = region0_room(r.problem)
         big = [(cb.what, int(np.count_nonzero(r.problem.vectors[cb.vec] > room))) for cb in r.problem.contribs
                if cb.lit in r.chosen and cb.mem is MemClass.STANDARD and (r.problem.vectors[cb.vec] > room).any()]
-        left: list[int] = []
-        exact = tiles._exact
-
-        def counting(groups, todo, *rest, _exact=exact):
-            left.append(len(todo))
-            return _exact(groups, todo, *rest)
-
-        tiles._exact = counting
-        t = time.perf_counter()
-        pp = tiles.place_plan(r.problem, r.chosen)
-        placed = time.perf_counter() - t
-        tiles._exact = exact
+        pp, left, placed = place_counted(r.problem, r.chosen)
         s = pp.summary()
-        outcome = "placed" if pp.placed else f"{'proven unplaceable' if pp.failed is not None else 'undecided'}: " \
-                                             f"{pp.reason}"
         shown = ", ".join(f"{w} ({n})" for w, n in big[:3]) + (f", {len(big) - 3} more" if len(big) > 3 else "")
         print(f"| {name} | {r.verdict.name} | {r.plan['cycles']['modeled']:,} | {100 * (r.plan['cycles'].get('gap') or 0):.2f} % | "
-              f"{len(big)}: {shown or 'none'} | {s['tile_groups']} | {left[0] if left else 0} | {outcome} | "
+              f"{len(big)}: {shown or 'none'} | {s['tile_groups']} | {left} | {outcome(pp)} | "
               f"{solved:.0f} | {placed:.1f} |", flush=True)
 
 

@@ -36,6 +36,7 @@ def main() -> None:
     from ipuplan.solver.solve import SolveOptions, solve
     from ipuplan.target import load_target
     from _grid import machine_line
+    from _placing import outcome, place_counted
     print(f"{machine_line()} · python bench/replay.py {a.model} --batch {a.batch} --catalogue {a.catalogue} "
           f"--effort {a.effort:g} --time-limit {a.time_limit:g}\n")
     t = time.perf_counter()
@@ -55,24 +56,10 @@ def main() -> None:
                                    ("with best fit and replays", shipped_best_fit, shipped_neighbours)):
         tiles.best_fit = best or (lambda inst: None)
         greedy.NEIGHBOURS = neighbours
-        left: list[int] = []
-        exact = tiles._exact
-
-        def counting(groups, todo, *rest, _exact=exact):
-            left.append(len(todo))
-            return _exact(groups, todo, *rest)
-
-        tiles._exact = counting
-        t = time.perf_counter()
-        pp = tiles.place_plan(r.problem, r.chosen)
-        wall = time.perf_counter() - t
-        tiles._exact = exact
+        pp, gone, wall = place_counted(r.problem, r.chosen)
         s = pp.summary()
-        outcome = "placed" if pp.placed else f"{'proven unplaceable' if pp.failed is not None else 'undecided'}: " \
-                                             f"{pp.reason}"
-        gone = left[0] if left else sum(m == "" for m in pp.methods)
         print(f"| {name} | {s['tile_groups']} | {s['by_first_fit']} | {s['by_best_fit']} | {s['by_replay']} | {gone} | "
-              f"{s['by_search']} | {s['by_cpsat']} | {pp.work:.2f} | {wall:.1f} | {outcome} |", flush=True)
+              f"{s['by_search']} | {s['by_cpsat']} | {pp.work:.2f} | {wall:.1f} | {outcome(pp)} |", flush=True)
     tiles.best_fit, greedy.NEIGHBOURS = shipped_best_fit, shipped_neighbours
 
 

@@ -372,25 +372,20 @@ def test_partitions_balanced_and_under_caps():
     assert [p.counts for p in Partition((2, 2, 2)).moves(1)] == [(3, 1, 2), (2, 1, 3)]
 
 
-def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
-    """The partition search against stage problems with known answers: a stage has a plan up to a layer count per
-    kind (stem 5, middle 10, head 6 here) at 1,000 cycles a layer. On 3 chips the search leaves the balanced 7 + 7 + 6
-    for partitions under the counts seen to fail until every stage has a plan; on 2 chips no partition is under them
-    and the verdict is UNKNOWN, saying so."""
+def _known_stages(monkeypatch, cycles) -> list:
+    """Stage problems with known answers: `cycles(stage)` is the plan's cycles, or None for no plan. Returns the
+    list of stage problems posed, in order."""
     import dataclasses as dc
 
     import ipuplan.pipeline.solve as ps
-    from ipuplan.job.solve import Job
-    from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict
-    cap = {(True, False): 5, (False, False): 10, (False, True): 6}
+    from ipuplan.solver.solve import SolveResult, Verdict
     calls = []
 
     def fake_solve(job, report=None):
-        st = job.stage
-        calls.append(st.problem)
-        fit = st.count <= cap[(st.stem, st.head)]
-        r = SolveResult(Verdict.FIT if fit else Verdict.INFEASIBLE, None, stats={"status": "OPTIMAL"},
-                        plan={"cycles": {"modeled": 1000 * st.count}} if fit else None)
+        calls.append(job.stage.problem)
+        c = cycles(job.stage)
+        r = SolveResult(Verdict.FIT if c is not None else Verdict.INFEASIBLE, None, stats={"status": "OPTIMAL"},
+                        plan={"cycles": {"modeled": c}} if c is not None else None)
         return ps.SolvedJob(job, None, None, r, None)
 
     def fake_write(s, d, stage=None):
@@ -399,6 +394,19 @@ def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
         return dc.replace(s.result)
     monkeypatch.setattr(ps, "solve_job", fake_solve)
     monkeypatch.setattr(ps, "write_solved", fake_write)
+    return calls
+
+
+def test_search_moves_under_failed_counts(tmp_path, monkeypatch):
+    """The partition search against stage problems with known answers: a stage has a plan up to a layer count per
+    kind (stem 5, middle 10, head 6 here) at 1,000 cycles a layer. On 3 chips the search leaves the balanced 7 + 7 + 6
+    for partitions under the counts seen to fail until every stage has a plan; on 2 chips no partition is under them
+    and the verdict is UNKNOWN, saying so."""
+    import ipuplan.pipeline.solve as ps
+    from ipuplan.job.solve import Job
+    from ipuplan.solver.solve import SolveOptions, Verdict
+    cap = {(True, False): 5, (False, False): 10, (False, True): 6}
+    calls = _known_stages(monkeypatch, lambda st: 1000 * st.count if st.count <= cap[(st.stem, st.head)] else None)
     job = Job(str(VIT), str(SMALL), 2, 20, options=SolveOptions(batch=2))
     o = ps.run_pipeline(ps.PipelineJob(job, 3), tmp_path / "three")
     assert o.verdict is Verdict.FIT
@@ -414,26 +422,12 @@ def test_a_layer_moves_past_full_stages(tmp_path, monkeypatch):
     """A slow head whose neighbour is full: 20 layers on 4 chips, middle stages fail beyond 3 layers. The search
     leaves 5 + 5 + 5 + 5 for 7 + 3 + 3 + 7, where the head (150,000 cycles a layer) is slowest; its layer goes to
     the stem past both full middle stages (a neighbour-only move has nowhere to go)."""
-    import dataclasses as dc
-
     import ipuplan.pipeline.solve as ps
     from ipuplan.job.solve import Job
-    from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict
-    per_layer = {(True, False): 100_000, (False, False): 100_000, (False, True): 150_000}
-
-    def fake_solve(job, report=None):
-        st = job.stage
-        fit = st.count <= (3 if (st.stem, st.head) == (False, False) else 12)
-        r = SolveResult(Verdict.FIT if fit else Verdict.INFEASIBLE, None, stats={"status": "OPTIMAL"},
-                        plan={"cycles": {"modeled": per_layer[(st.stem, st.head)] * st.count}} if fit else None)
-        return ps.SolvedJob(job, None, None, r, None)
-
-    def fake_write(s, d, stage=None):
-        s.doc = {"cycles": {"modeled": s.result.plan["cycles"]["modeled"], "gap": 0.0},
-                 "stage": (stage or s.job.stage).record()}
-        return dc.replace(s.result)
-    monkeypatch.setattr(ps, "solve_job", fake_solve)
-    monkeypatch.setattr(ps, "write_solved", fake_write)
+    from ipuplan.solver.solve import SolveOptions, Verdict
+    middle = lambda st: not (st.stem or st.head)  # noqa: E731
+    _known_stages(monkeypatch, lambda st: None if middle(st) and st.count > 3 else
+                  (150_000 if st.head else 100_000) * st.count)
     o = ps.run_pipeline(ps.PipelineJob(Job(str(VIT), str(SMALL), 2, 20, options=SolveOptions(batch=2)), 4), tmp_path)
     assert o.verdict is Verdict.FIT
     assert [s["stage"]["count"] for s in o.doc["stages"]] == [8, 3, 3, 6]
