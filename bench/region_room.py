@@ -74,7 +74,8 @@ def main() -> None:
         pp, left, placed = place_counted(r.problem, r.chosen)
         s = pp.summary()
         shown = ", ".join(f"{w} ({n})" for w, n in big[:3]) + (f", {len(big) - 3} more" if len(big) > 3 else "")
-        print(f"| {name} | {r.verdict.name} | {r.plan['cycles']['modeled']:,} | {100 * (r.plan['cycles'].get('gap') or 0):.2f} % | "
+        gap = 100 * (r.plan["cycles"].get("gap") or 0)
+        print(f"| {name} | {r.verdict.name} | {r.plan['cycles']['modeled']:,} | {gap:.2f} % | "
               f"{len(big)}: {shown or 'none'} | {s['tile_groups']} | {left} | {outcome(pp)} | "
               f"{solved:.0f} | {placed:.1f} |", flush=True)
 

@@ -4,9 +4,10 @@ The machine bound over stages answers first (pipeline/bound.py). Otherwise the s
 single-chip solves: a stage's plan depends only on its layer count and whether it carries the stem or the head, so
 each such problem is solved once, however many stages pose it. The boundaries start balanced; while some stage has
 no plan, the next partition is the most balanced one whose stages hold fewer layers than any failed stage of their
-kind; then one layer at a time moves off the slowest stage (to any other stage, nearest first) while that makes the pipeline faster (throughput: the
-slowest stage plus its link transfer; latency: the sum). Every stage of the chosen partition is written as a solve directory of its own
-(checked and placed as a single-chip plan) and DIR/pipeline.json ties them together."""
+kind; then one layer at a time moves off the slowest stage (to any other stage, nearest first) while that makes the
+pipeline faster (throughput: the slowest stage plus its link transfer; latency: the sum). Every stage of the chosen
+partition is written as a solve directory of its own (checked and placed as a single-chip plan) and
+DIR/pipeline.json ties them together."""
 
 from __future__ import annotations
 
@@ -147,7 +148,8 @@ def run_pipeline(pj: PipelineJob, out_dir: Path, report: Callable[[str], None] |
         "caps_exhausted": bool(best["score"][0]) and part is None,
         "note": "boundaries: the balanced partition; while a stage has no plan, the most balanced partition whose "
                 "stages hold fewer layers than any stage of their kind that failed; then one-layer moves off the "
-                "slowest stage to any other stage while they improve the objective. Each stage is optimal within its catalogue and gap"}
+                "slowest stage to any other stage while they improve the objective. Each stage is optimal within its "
+                "catalogue and gap"}
     head["wall_seconds"] = round(time.perf_counter() - t0, 3)
     if best["score"][0]:
         ref = refute.refuted(solved)

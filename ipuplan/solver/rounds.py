@@ -115,7 +115,8 @@ def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what
                              {k: solver.Value(v) for k, v in ctx.slack.items()})
         use = tile_usage(p, chosen)
         tables = exchange_usage(p, chosen)[0]
-        slack, free = (solver.Value(ctx.slack["memory"]) if ctx.slack else 0), (solver.Value(ctx.free) if keep_free else 0)
+        slack = solver.Value(ctx.slack["memory"]) if ctx.slack else 0
+        free = solver.Value(ctx.free) if keep_free else 0
         added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables, slack, free)
         added += missing_region1_rows(ctx, chosen, slack, free)
         if not added or rounds >= MAX_ROUNDS or budget.left() <= 0:

@@ -61,7 +61,7 @@ class Row:
     """sum(coef . x) + alloc(sum(tcoef . x)) <= cap, alloc(t) = 0 for t = 0, else t plus the fetch guard rounded
     up to whole region-0 elements (tcoef: the exchange tables of rows that hold them in memory)."""
 
-    kind: str  # memory, region1 (interleaved data and standard buffers too large for region 0), region0, tables, fragments
+    kind: str  # memory, region1 (interleaved, and standard beyond region 0's room), region0, tables, fragments
     tile: int
     step: int | None
     coef: dict  # solver literal -> bytes (or fragments)
