@@ -1,9 +1,21 @@
-"""Shared by the placement benches: one plan placed with the number of tile groups the exact engines were given
-counted, and the outcome in words."""
+"""Shared by the placement benches: their command line, one plan placed with the number of tile groups the exact
+engines were given counted, and the outcome in words."""
 
 from __future__ import annotations
 
+import argparse
 import time
+
+
+def case_parser(doc: str, catalogue: str, effort: float, time_limit: float) -> argparse.ArgumentParser:
+    """MODEL --batch B [--catalogue] [--effort] [--time-limit], with these defaults."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("model")
+    ap.add_argument("--batch", type=int, required=True)
+    ap.add_argument("--catalogue", default=catalogue)
+    ap.add_argument("--effort", type=float, default=effort, help="deterministic seconds for the solve (as --effort)")
+    ap.add_argument("--time-limit", type=float, default=time_limit)
+    return ap
 
 
 def place_counted(problem, chosen):

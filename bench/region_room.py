@@ -14,7 +14,6 @@ placement's outcome.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -23,16 +22,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _placing import case_parser, outcome, place_counted  # noqa: E402 (bench/ is the script's directory)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model")
-    ap.add_argument("--batch", type=int, required=True)
+    ap = case_parser(__doc__, "compact", 120.0, 3000.0)
     ap.add_argument("--stage", default=None, help="FIRST:COUNT, a pipeline stage of COUNT layers from layer FIRST")
-    ap.add_argument("--catalogue", default="compact")
-    ap.add_argument("--effort", type=float, default=120.0)
-    ap.add_argument("--time-limit", type=float, default=3000.0)
     a = ap.parse_args()
     import ipuplan.solver.memory.regions as regions
     from ipuplan.catalogue import Catalogue
@@ -43,7 +38,6 @@ def main() -> None:
     from ipuplan.solver.solve import SolveOptions, solve
     from ipuplan.target import load_target
     from _grid import machine_line
-    from _placing import outcome, place_counted
     stage = f" --stage {a.stage}" if a.stage else ""
     print(f"{machine_line()} · python bench/region_room.py {a.model} --batch {a.batch}{stage} --catalogue "
           f"{a.catalogue} --effort {a.effort:g} --time-limit {a.time_limit:g}\n")

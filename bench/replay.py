@@ -12,23 +12,17 @@ seconds, the wall seconds and the outcome.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from _placing import case_parser, outcome, place_counted  # noqa: E402 (bench/ is the script's directory)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model")
-    ap.add_argument("--batch", type=int, required=True)
-    ap.add_argument("--catalogue", default="shaped")
-    ap.add_argument("--effort", type=float, default=60.0, help="deterministic seconds for the solve (as --effort)")
-    ap.add_argument("--time-limit", type=float, default=1800.0)
-    a = ap.parse_args()
+    a = case_parser(__doc__, "shaped", 60.0, 1800.0).parse_args()
     import ipuplan.backend.placement.greedy as greedy
     import ipuplan.backend.placement.tiles as tiles
     from ipuplan.catalogue import Catalogue
@@ -36,7 +30,6 @@ def main() -> None:
     from ipuplan.solver.solve import SolveOptions, solve
     from ipuplan.target import load_target
     from _grid import machine_line
-    from _placing import outcome, place_counted
     print(f"{machine_line()} · python bench/replay.py {a.model} --batch {a.batch} --catalogue {a.catalogue} "
           f"--effort {a.effort:g} --time-limit {a.time_limit:g}\n")
     t = time.perf_counter()

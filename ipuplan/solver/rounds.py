@@ -118,7 +118,7 @@ def solve_rounds(ctx: ModelCtx, opts: SolveOptions, report, budget: Budget, what
         slack = solver.Value(ctx.slack["memory"]) if ctx.slack else 0
         free = solver.Value(ctx.free) if keep_free else 0
         added += missing_tile_rows(ctx, use[MemClass.STANDARD] + use[MemClass.INTERLEAVED], tables, slack, free)
-        added += missing_region1_rows(ctx, chosen, slack, free)
+        added += missing_region1_rows(ctx, chosen, use[MemClass.INTERLEAVED], slack, free)
         if not added or rounds >= MAX_ROUNDS or budget.left() <= 0:
             return status, solver, rounds, added
         if report:

@@ -34,7 +34,7 @@ def live_rows(ctx: ModelCtx, mem: MemClass | None, threshold: int, room: np.ndar
     kept step of the same class (it is implied). The second mapping is the same in every row of a class.
     `room` (per class, with `mem` interleaved): standard contributions larger than the class's room count too."""
     p = ctx.p
-    cbs = [cb for cb in p.contribs if mem is None or cb.mem is mem or (room is not None and cb.mem is not mem)]
+    cbs = [cb for cb in p.contribs if mem is None or room is not None or cb.mem is mem]
     if not cbs:
         return
     lits = sorted({cb.lit for cb in cbs}, key=repr)

@@ -63,29 +63,25 @@ def _room(ctx: ModelCtx) -> np.ndarray | None:
     return ctx.xmat["region0_room"]
 
 
-def region1_usage(p, chosen: set, room: np.ndarray | None) -> np.ndarray:
-    """[steps, tiles] region-1 bytes of the chosen literals by the family's rule (interleaved data, and standard
-    buffers larger than the tile's region-0 room)."""
-    T, n = p.target.tiles, len(p.steps)
-    out = np.zeros((n, T), np.int64)
-    for cb in p.contribs:
-        if cb.lit in chosen:
-            v = p.vectors[cb.vec]
-            if cb.mem is not MemClass.INTERLEAVED:
-                if room is None:
-                    continue
-                v = np.where(v > room, v, 0)
-            out[cb.first:cb.last + 1] += v
+def region1_usage(p, chosen: set, room: np.ndarray | None, interleaved: np.ndarray) -> np.ndarray:
+    """[steps, tiles] region-1 bytes of the chosen literals by the family's rule: their `interleaved` bytes
+    ([steps, tiles]) and the standard buffers larger than the tile's region-0 room."""
+    out = interleaved.copy()
+    if room is not None:
+        for cb in p.contribs:
+            if cb.lit in chosen and cb.mem is MemClass.STANDARD:
+                v = p.vectors[cb.vec]
+                out[cb.first:cb.last + 1] += np.where(v > room, v, 0)
     return out
 
 
-def missing_region1_rows(ctx: ModelCtx, chosen: set, slack: int = 0, free: int = 0, limit: int = 64) -> int:
-    """Add the exact region-1 row of each tile (at its fullest step) that the chosen literals overflow, or leave
-    fewer than `free` bytes, and that is not yet modeled: the class rows cover a class's members, not the tiles
-    it dominates, whose rooms may be smaller."""
+def missing_region1_rows(ctx: ModelCtx, chosen: set, interleaved: np.ndarray, slack: int = 0, free: int = 0,
+                         limit: int = 64) -> int:
+    """Add the exact region-1 row of each tile (at its fullest step) that the chosen literals (with `interleaved`
+    bytes [steps, tiles]) overflow, or leave fewer than `free` bytes, and that is not yet modeled: the class rows
+    cover a class's members, not the tiles it dominates, whose rooms may be smaller."""
     p, a = ctx.p, ctx.p.acct
-    room = _room(ctx)
-    use = region1_usage(p, chosen, room)
+    use = region1_usage(p, chosen, _room(ctx), interleaved)
     added = 0
     for tile in np.flatnonzero((use > a.region1 - free + slack).any(0))[:limit]:
         added += add_region1_row(ctx, int(tile), int(np.argmax(use[:, tile])))
