@@ -249,10 +249,48 @@ def test_the_wall_clock_stops_the_placement_undecided_and_says_so(monkeypatch):
     assert pp.placed and not pp.timed_out
 
 
-def test_more_groups_than_the_exact_engines_take_are_undecided_at_once(monkeypatch):
-    pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3)
+def test_more_groups_than_the_exact_engines_take_are_undecided_once_the_sweep_is_spent(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3, SWEEP_BUDGET=0.0)
     assert pp.unknown == 0 and pp.work == 0 and "left 4 of 4 tile groups" in pp.reason
     assert "at most 3 per plan" in pp.reason
+
+
+def test_the_sweep_places_more_groups_than_the_exact_engines_take(monkeypatch):
+    import ipuplan.backend.placement.tiles as tiles
+    given = []
+    real = tiles._exact
+    monkeypatch.setattr(tiles, "_exact", lambda groups, left, *rest: given.append(list(left)) or real(groups, left,
+                                                                                                        *rest))
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3)
+    assert pp.placed and pp.methods == ["CP-SAT"] * 4 and given == [[]] and pp.work > 0
+    assert all(violations(_STUBBORN, o) == [] for o in pp.offsets)
+
+
+def test_the_group_the_sweep_places_is_replayed_on_its_neighbours(monkeypatch):
+    # one CP-SAT run for the five
+    pp = _plan_of(monkeypatch, [_STUBBORN] + _KIN + [_STUBBORN], replays=True, EXACT_GROUPS=1)
+    assert pp.placed and pp.methods == ["CP-SAT"] + ["replay of tile 0"] * 4
+
+
+def test_a_group_the_sweep_proves_unplaceable_is_the_cut(monkeypatch):
+    pp = _plan_of(monkeypatch, [_STUBBORN, _FULL, _STUBBORN], EXACT_GROUPS=1)
+    assert pp.failed == 1 and pp.cut == [("tile", 1)] and "CP-SAT proves no placement" in pp.reason
+    assert pp.offsets == [None, None, None]
+
+
+def test_the_sweep_stops_at_its_budget_and_counts_its_undecided_runs(monkeypatch):
+    import ipuplan.backend.placement.tiles as tiles
+    runs = []
+
+    def undecided(inst, seconds, deadline=None):
+        runs.append(seconds)
+        return Placement([None] * len(inst.buffers), False, False, 0, "CP-SAT", "undecided (forced by the test)",
+                         work=0.01)
+
+    monkeypatch.setattr(tiles, "place_cpsat", undecided)
+    pp = _plan_of(monkeypatch, [_STUBBORN] * 5, EXACT_GROUPS=1, SWEEP_SECONDS=0.01, SWEEP_BUDGET=0.025)
+    assert len(runs) == 3 and runs[-1] == pytest.approx(0.005)  # the last run gets what the budget has left
+    assert pp.unknown is not None and "left 5 of 5 tile groups" in pp.reason and pp.work == pytest.approx(0.03)
 
 
 # _STUBBORN's neighbours: the same buffers, a byte or two more or less here and there; first fit and best fit
