@@ -1,6 +1,6 @@
 """The placement of one plan three ways in one process: first fit alone before the exact engines, first fit, best
 fit and replays of placed neighbours (backend/placement/greedy.py), and those with the sweep of short CP-SAT runs
-over what the short search leaves beyond the exact engines' cap (backend/placement/tiles.py, as it ships).
+over what they leave beyond the exact engines' cap (backend/placement/tiles.py, as it ships).
 
 Usage: python bench/replay.py MODEL --batch B [--catalogue shaped] [--effort 60] [--time-limit 1800] [--headroom 0]
 Solves the case once (`ipuplan.solver.solve`: the plan the cycle search ends on, not placed; `--headroom` bytes kept
