@@ -249,6 +249,20 @@ def test_the_wall_clock_stops_the_placement_undecided_and_says_so(monkeypatch):
     assert pp.placed and not pp.timed_out
 
 
+def test_the_wall_clock_stops_the_sweep_and_says_so(monkeypatch):
+    import time
+    import ipuplan.backend.placement.tiles as tiles
+    groups = [tiles.TileGroup(np.array([t]), _STUBBORN) for t in range(3)]
+    monkeypatch.setattr(tiles, "tile_groups", lambda p, chosen: groups)
+    monkeypatch.setattr(tiles, "QUICK_NODES", 0)
+    monkeypatch.setattr(tiles, "EXACT_GROUPS", 1)
+    pp = tiles.place_plan(None, set(), node_budget=0, deadline=time.perf_counter() - 1)
+    assert pp.unknown == 0 and pp.timed_out and pp.work == 0 and "left 3 of 3" in pp.reason
+    assert "--time-limit ran out" in pp.reason
+    pp = tiles.place_plan(None, set(), node_budget=0, deadline=time.perf_counter() + 600)
+    assert pp.placed and not pp.timed_out
+
+
 def test_more_groups_than_the_exact_engines_take_are_undecided_once_the_sweep_is_spent(monkeypatch):
     pp = _plan_of(monkeypatch, [_STUBBORN] * 4, EXACT_GROUPS=3, SWEEP_BUDGET=0.0)
     assert pp.unknown == 0 and pp.work == 0 and "the cheap placements and a short search left 4 of 4 tile groups" in pp.reason

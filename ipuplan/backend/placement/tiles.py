@@ -68,8 +68,8 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
     the first engines and then, if they leave it undecided, a longer CP-SAT run, all within EXACT_BUDGET
     deterministic CP-SAT seconds, each group they place replayed on the rest. A group proven unplaceable ends the
     placement (its literals become the planner's cut); one still undecided, or the budget spent, leaves the plan
-    undecided. `deadline` (time.perf_counter()) is the job's wall clock:
-    reached, the plan is undecided and `timed_out`, the only way the machine's speed changes the answer."""
+    undecided. `deadline` (time.perf_counter()) is the job's wall clock: reached, the plan is undecided and
+    `timed_out`, the only way the machine's speed changes the answer."""
     t0 = time.perf_counter()
     groups = tile_groups(p, chosen)
     pp = PlanPlacement(groups, [], [])
@@ -97,9 +97,11 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
         k = left[0]
         pp.offsets, pp.methods = [None] * len(groups), [r.method if r else "" for r in final]
         pp.unknown, pp.work = k, undecided_work + sum(r.work for r in final if r is not None)
+        pp.timed_out = deadline is not None and time.perf_counter() >= deadline  # the sweep may have stopped early
         sweep = ", a sweep of short CP-SAT runs" if swept else ""
         pp.reason = (f"the cheap placements{sweep} and a short search left {len(left)} of {len(groups)} tile groups "
-                     f"(tile {int(groups[k].tiles[0])} first); the exact engines take at most {EXACT_GROUPS} per plan")
+                     f"(tile {int(groups[k].tiles[0])} first); the exact engines take at most {EXACT_GROUPS} per plan"
+                     + ("; the --time-limit ran out during the placement" if pp.timed_out else ""))
         pp.seconds = time.perf_counter() - t0
         if report:
             report(f"placement: {pp.reason} ({pp.seconds:.1f} s)")
