@@ -77,9 +77,9 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
     near = Neighbours([g.inst for g in groups], [f"tile {int(g.tiles[0])}" for g in groups])
     near.spread(final)
     left = [k for k, r in enumerate(final) if r is None]
-    undecided_work, swept = 0.0, len(left) > EXACT_GROUPS and SWEEP_BUDGET > 0
-    if swept:
-        undecided_work = _sweep(groups, left, final, near, deadline)
+    swept = len(left) > EXACT_GROUPS and SWEEP_BUDGET > 0
+    if swept:  # the work of its undecided runs; `final` keeps that of the others
+        pp.work = _sweep(groups, left, final, near, deadline)
     if all(r is None or r.placed for r in final):
         for k, r in enumerate(final):  # a short canonical search places most of what is still open
             if r is None:
@@ -96,7 +96,8 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
     elif len(left) > EXACT_GROUPS:
         k = left[0]
         pp.offsets, pp.methods = [None] * len(groups), [r.method if r else "" for r in final]
-        pp.unknown, pp.work = k, undecided_work + sum(r.work for r in final if r is not None)
+        pp.unknown = k
+        pp.work += sum(r.work for r in final if r is not None)
         pp.timed_out = deadline is not None and time.perf_counter() >= deadline  # the sweep may have stopped early
         sweep = ", a sweep of short CP-SAT runs" if swept else ""
         pp.reason = (f"the cheap placements{sweep} and a short search left {len(left)} of {len(groups)} tile groups "
@@ -111,7 +112,7 @@ def place_plan(p, chosen: set, node_budget: int = NODE_BUDGET, report=None,
     if pp.failed is not None:
         pp.cut = tile_literals(p, chosen, int(groups[pp.failed].tiles[0]))
     pp.nodes = sum(r.nodes for r in final if r is not None)
-    pp.work = undecided_work + sum(r.work for r in final if r is not None)
+    pp.work += sum(r.work for r in final if r is not None)
     for k, (g, r) in enumerate(zip(groups, final)):
         placed = r is not None and r.placed
         if placed:
@@ -142,6 +143,11 @@ def slack(inst) -> int:
     return int(inst.capacity - np.cumsum(live).max())
 
 
+def _tightest_first(groups: list[TileGroup], left: list[int]) -> list[int]:
+    """The groups `left` by their bytes free at their fullest step, fewest first (ties by index: a fixed order)."""
+    return sorted(left, key=lambda k: (slack(groups[k].inst), k))
+
+
 def _sweep(groups: list[TileGroup], left: list[int], final: list, near: Neighbours,
            deadline: float | None = None) -> float:
     """SWEEP_SECONDS of CP-SAT on each group in `left`, tightest first, within SWEEP_BUDGET, each group placed
@@ -151,7 +157,7 @@ def _sweep(groups: list[TileGroup], left: list[int], final: list, near: Neighbou
     (siglip-base-512's shaped b10 plans: 52 and 596 groups left by the cheap placements, all placed by 4 and 2
     CP-SAT runs and their replays, where 5,000 nodes a group placed 0 and 25)."""
     spent = lost = 0.0
-    for k in sorted(left, key=lambda k: (slack(groups[k].inst), k)):
+    for k in _tightest_first(groups, left):
         if final[k] is not None:  # a replay placed it
             continue
         if spent >= SWEEP_BUDGET or (deadline is not None and time.perf_counter() >= deadline):
@@ -176,7 +182,7 @@ def _exact(groups: list[TileGroup], left: list[int], final: list, node_budget: i
     pp.failed or pp.unknown with the reason. Tightest first: those are the groups likeliest to stay undecided
     (which ends the placement soonest) and, placed, the likeliest to fit their looser neighbours by a replay.
     The wall clock (`deadline`, perf_counter) only stops the engines early."""
-    for k in sorted(left, key=lambda k: (slack(groups[k].inst), k)):
+    for k in _tightest_first(groups, left):
         if final[k] is not None and final[k].placed:  # a replay placed it
             continue
         g = groups[k]
