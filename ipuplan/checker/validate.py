@@ -67,13 +67,16 @@ def output_layout(rec, path: str, T: int, rows: int, cols: int, elem: int) -> di
            "pr": integer(lay, "pr", p, 1, rows), "pc": integer(lay, "pc", p, 1, -(-cols // per_word)),
            "replicas": integer(lay, "replicas", p, 1, T), "start": integer(lay, "start", p, 0, T - 1),
            "row_stride": integer(lay, "row_stride", p, 0, T), "col_stride": integer(lay, "col_stride", p, 0, T),
-           "rep_stride": integer(lay, "rep_stride", p, 0, T), "row_groups": integer(lay, "row_groups", p, 1, rows),
-           "group_stride": integer(lay, "group_stride", p, 0, T), "row_align": integer(lay, "row_align", p, 1, 64),
+           "row_groups": integer(lay, "row_groups", p, 1, rows), "row_align": integer(lay, "row_align", p, 1, 64),
            "col_align": integer(lay, "col_align", p, 1, 64), "row_grain": integer(lay, "row_grain", p, 1, 4),
            "col_grain": integer(lay, "col_grain", p, 0, 4)}
     g = out["row_groups"]
     if rows % g or out["pr"] % g:
         raise Invalid(f"{p}.row_groups: {g} is invalid with pr {out['pr']} on {rows} rows; valid: a divisor of both")
+    # a grid of more cells than tiles wraps (tiles are taken modulo T), so the strides a default resolves to may
+    # exceed T: each is valid up to T or its default, whichever is larger
+    out["rep_stride"] = integer(lay, "rep_stride", p, 0, max(T, out["pr"] * out["pc"]))
+    out["group_stride"] = integer(lay, "group_stride", p, 0, max(T, out["pr"] // g * (out["row_stride"] or out["pc"])))
     return canonical(out)
 
 

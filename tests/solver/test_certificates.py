@@ -206,6 +206,29 @@ def test_table_budget_gives_a_counting_bound(cli, tmp_path):
     assert cli("check", out).code == 0
 
 
+def test_a_grid_of_more_cells_than_tiles_is_checked(cli, tmp_path):
+    """6 images x 2 heads on 8 tiles: attention's groups wrap around the tiles, and so does the FP8 cast of its
+    output, whose default replica stride (12 cells) exceeds the tile count. The certificate lists it among the
+    candidates and verifies; a stride beyond both the tile count and that default is still rejected."""
+    import re
+    m = tmp_path / "vit-small-fp8.yaml"
+    m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    out = tmp_path / "wrap"
+    r = cli("solve", m, "--batch", "6", "--target", target_with_tiles(tmp_path, 8), "--headroom", "560000",
+            "--no-explain", "-o", out)
+    assert r.code == 1, r.out
+    c = _cert(out)
+    (cast,) = [im for im in c["candidates"]["encoder/o.x8"] if im["output"]["pr"] * im["output"]["pc"] > 8]
+    assert cast["output"]["replicas"] == 1 and cast["output"]["rep_stride"] == 12
+    assert check_certificate(c).ok
+    from ipuplan.checker.validate import Invalid, output_layout
+    lay = cast["output"]
+    shape = (8, lay["rows"], lay["cols"], lay["elem"])
+    assert output_layout(cast, "cast", *shape)["rep_stride"] == 12
+    with pytest.raises(Invalid, match=r"cast.output.rep_stride: 13 is invalid; valid: 0..12"):
+        output_layout({"output": dict(lay, rep_stride=13)}, "cast", *shape)
+
+
 def test_check_without_certificate_is_bad_input(cli, memory_cert, tmp_path):
     (tmp_path / "verdict.json").write_text((memory_cert / "verdict.json").read_text())
     r = cli("check", tmp_path)
