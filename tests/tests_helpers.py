@@ -46,6 +46,14 @@ def run_main(*args) -> int:
     return 0
 
 
+def vit_small_fp8(path: Path) -> Path:
+    """models/vit-small.yaml with FP8 GEMMs, written to `path`."""
+    import re
+    from conftest import MODELS
+    path.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    return path
+
+
 def target_with_tiles(tmp_path, tiles: int):
     """targets/c600.yaml with another tile count (every other machine fact unchanged)."""
     from conftest import TARGET

@@ -75,8 +75,9 @@ def output_layout(rec, path: str, T: int, rows: int, cols: int, elem: int) -> di
         raise Invalid(f"{p}.row_groups: {g} is invalid with pr {out['pr']} on {rows} rows; valid: a divisor of both")
     # a grid of more cells than tiles wraps (tiles are taken modulo T), so the strides a default resolves to may
     # exceed T: each is valid up to T or its default, whichever is larger
-    out["rep_stride"] = integer(lay, "rep_stride", p, 0, max(T, out["pr"] * out["pc"]))
-    out["group_stride"] = integer(lay, "group_stride", p, 0, max(T, out["pr"] // g * (out["row_stride"] or out["pc"])))
+    default = canonical(dict(out, rep_stride=0, group_stride=0))
+    for k in ("rep_stride", "group_stride"):
+        out[k] = integer(lay, k, p, 0, max(T, default[k]))
     return canonical(out)
 
 

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import MODELS, ROOT
-from tests.tests_helpers import run_main
+from tests.tests_helpers import run_main, vit_small_fp8
 
 SMALL = ROOT / "targets" / "small64.yaml"
 
@@ -60,9 +60,7 @@ def built(tmp_path_factory):
 @pytest.fixture(scope="module")
 def in_place(tmp_path_factory):
     """vit-small with FP8 GEMMs in the compact catalogue: every rotating matmul keeps its running sum in its output."""
-    import re
-    m = tmp_path_factory.mktemp("fp8") / "vit-small-fp8.yaml"
-    m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    m = vit_small_fp8(tmp_path_factory.mktemp("fp8") / "vit-small-fp8.yaml")
     return _build(tmp_path_factory, m, 2, (3, 28, 28), catalogue="compact")
 
 

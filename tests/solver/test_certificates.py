@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from conftest import MODELS, ROOT
 from ipuplan.checker.certificate import check_certificate
 from ipuplan.formats import catalogue_digest, digest
-from tests_helpers import run_main, target_with_tiles
+from tests_helpers import run_main, target_with_tiles, vit_small_fp8
 
 SMALL = ROOT / "targets" / "small64.yaml"
 
@@ -210,9 +210,7 @@ def test_a_grid_of_more_cells_than_tiles_is_checked(cli, tmp_path):
     """6 images x 2 heads on 8 tiles: attention's groups wrap around the tiles, and so does the FP8 cast of its
     output, whose default replica stride (12 cells) exceeds the tile count. The certificate lists it among the
     candidates and verifies; a stride beyond both the tile count and that default is still rejected."""
-    import re
-    m = tmp_path / "vit-small-fp8.yaml"
-    m.write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    m = vit_small_fp8(tmp_path / "vit-small-fp8.yaml")
     out = tmp_path / "wrap"
     r = cli("solve", m, "--batch", "6", "--target", target_with_tiles(tmp_path, 8), "--headroom", "560000",
             "--no-explain", "-o", out)

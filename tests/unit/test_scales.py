@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import re
 
 import numpy as np
 import pytest
@@ -83,9 +82,9 @@ def test_bad_scales_files_are_named(tmp_path, doc, why):
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
-    from tests_helpers import run_main
+    from tests_helpers import run_main, vit_small_fp8
     d = tmp_path_factory.mktemp("scales")
-    (d / "m.yaml").write_text(re.sub(r"(?m)^precision: \S+", "precision: fp8", (MODELS / "vit-small.yaml").read_text()))
+    vit_small_fp8(d / "m.yaml")
     spec = load_model(d / "m.yaml")
     rng = np.random.default_rng(3)
     np.save(d / "calib.npy", rng.standard_normal((3, 3, spec.image_size, spec.image_size)).astype(np.float32))
