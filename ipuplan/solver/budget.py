@@ -8,10 +8,10 @@ import time
 from dataclasses import dataclass, field
 
 
-# CP-SAT's linearization level of its max_lp subsolver, the strongest linear relaxation: the precheck and the
-# solves under assumptions (cores and their minimization) run one worker at it. A core of vit-small b1 on 8 tiles
-# with 400,000 B held back: 0.23 deterministic seconds and 16 guards at it, 16.2 and 154 at the default level 1
-# (bench/core_relaxation.py)
+# CP-SAT's linearization level of its max_lp subsolver, the strongest linear relaxation: the precheck
+# (`as_max_lp`) and the solves under assumptions (cores and their minimization) run one worker at it. A core of
+# vit-small b1 on 8 tiles with 400,000 B held back: 0.23 deterministic seconds and 16 guards at it, 16.2 and 154
+# at the default level 1 (bench/core_relaxation.py)
 MAX_LP_LINEARIZATION = 2
 
 
@@ -54,3 +54,11 @@ class Budget:
         p.interleave_search = workers > 1  # deterministic for a fixed seed
         p.max_deterministic_time = max(0.01, self.left())
         p.max_time_in_seconds = max(0.01, self.wall_left())
+
+
+def as_max_lp(solver) -> None:
+    """CP-SAT's max_lp subsolver's own parameters (OR-tools 9.15, `GetNamedParameters`): linearization level 2
+    and every LP constraint added up front rather than lazily. One worker with both loads the model as max_lp
+    does inside the interleaved search, so it refutes whatever max_lp's loading refutes."""
+    solver.parameters.linearization_level = MAX_LP_LINEARIZATION
+    solver.parameters.add_lp_constraints_lazily = False

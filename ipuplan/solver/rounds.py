@@ -10,7 +10,7 @@ from ortools.sat.python import cp_model
 
 from ..cpsat import run as run_cpsat
 from ..layout import MemClass
-from .budget import MAX_LP_LINEARIZATION, Budget
+from .budget import Budget, as_max_lp
 from .choice import add_choice
 from .exchange.tables import add_exchange, missing_rows
 from .memory import add_liveness, add_placement_cuts, add_regions
@@ -66,17 +66,18 @@ class _Progress(cp_model.CpSolverSolutionCallback):
 
 
 def refuted_on_loading(ctx: ModelCtx, opts: SolveOptions, budget: Budget):
-    """(refuted, solver): one worker with max_lp's linear relaxation (linearization level 2), briefly. OR-tools
-    9.15's interleaved search aborts the whole process (CHECK `heuristics.fixed_search != nullptr`) when one of
-    its subsolvers proves the model infeasible while loading it — max_lp, the strongest relaxation among them
-    (SigLIP b7 on 4 chips, the head stage re-solved with 16 KiB of headroom; a PE-Core G/14 stage of 13 layers);
-    one worker answers such a model instead. It stops after a few conflicts rather than at an effort cap
-    that a large model's loading can outlast."""
+    """(refuted, solver): one worker with max_lp's parameters (`as_max_lp`), briefly. OR-tools 9.15's interleaved
+    search aborts the whole process (CHECK `heuristics.fixed_search != nullptr`) when its max_lp subsolver proves
+    the model infeasible while loading it (SigLIP b7 on 4 chips, the head stage re-solved with 16 KiB of
+    headroom; a PE-Core G/14 stage of 13 layers; siglip-base-256 b116 in the compact catalogue, whose root LP is
+    infeasible only with max_lp's constraints all added up front); one worker loading the model the same way
+    answers such a model instead. It stops after a few conflicts rather than at an effort cap that a large
+    model's loading can outlast."""
     solver = cp_model.CpSolver()
     one = budget.share(1.0)
     one.effort = min(one.effort, PRECHECK)
     one.cpsat(solver, 1, opts.seed)
-    solver.parameters.linearization_level = MAX_LP_LINEARIZATION
+    as_max_lp(solver)
     solver.parameters.max_number_of_conflicts = PRECHECK_CONFLICTS
     status = run_cpsat(solver, ctx.m)
     one.spend(solver.deterministic_time)

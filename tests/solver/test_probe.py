@@ -217,6 +217,31 @@ def test_the_precheck_is_not_cut_short_by_a_large_models_loading():
     assert refuted and solver.deterministic_time > 10
 
 
+@pytest.mark.slow
+def test_the_precheck_loads_the_model_as_max_lp_does():
+    """siglip-base-256 b116 in the compact catalogue: its root LP is infeasible when max_lp's constraints are all
+    added up front, so max_lp's loading refutes it, and inside the probe's two-worker interleaved search that
+    refutation aborted the process (the CHECK above). A precheck at linearization level 2 alone adds them lazily
+    and ran out of conflicts undecided; with max_lp's parameters it refutes the model, and the probe answers."""
+    from ipuplan.catalogue import Catalogue
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.classes import problem_classes
+    from ipuplan.solver.probe import probe
+    from ipuplan.solver.problem import build_problem
+    from ipuplan.solver.rounds import build_model
+    from ipuplan.solver.solve import SolveOptions
+    from ipuplan.target import load_target
+    from ortools.sat.python import cp_model
+    opts = SolveOptions(batch=116, catalogue=Catalogue.COMPACT, slack_effort=0)
+    o = opts
+    p = build_problem(build_graph(load_model(MODELS / "siglip-base-256.yaml"), o.batch), load_target(ROOT / "targets" /
+                      "c600.yaml"), o.batch, o.support_reserve, o.use_relays, o.table_budget, o.headroom, o.catalogue)
+    ctx = build_model(p, problem_classes(p), objective=True, free=opts.slack)
+    status, plan = probe(ctx, opts, None, Budget.start(400, 1800))
+    assert status == cp_model.INFEASIBLE and plan is None
+
+
 def test_a_hinted_probe_starts_from_the_given_plan():
     """A hint of (op, label) pairs (what `what-if memory` passes: the least-overflowing plan) replaces the leanest
     implementations as the probe's start: with a complete, feasible hint the probe's plan is that plan, here the
