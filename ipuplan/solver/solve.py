@@ -165,8 +165,7 @@ def solve_problem(p: Problem, opts: SolveOptions, report: Callable[[str], None] 
     if first == cp_model.INFEASIBLE:  # the same constraints: the cycle search would say so too
         status, rounds, added, name = first, 0, 0, "INFEASIBLE"
     else:
-        # without a probe plan the model may be one no precheck has seen (rows the probe's last round added)
-        status, solver, rounds, added = solve_rounds(ctx, opts, report, budget, "cycles", precheck=plan0 is None)
+        status, solver, rounds, added = solve_rounds(ctx, opts, report, budget, "cycles")
         name = solver.StatusName(status)
     stats.update(status=name, rounds=rounds, workers=opts.workers, seed=opts.seed)
     if plan0 is not None and (status not in (cp_model.OPTIMAL, cp_model.FEASIBLE) or added):
