@@ -21,8 +21,7 @@ from ipuplan.catalogue import Catalogue
 from ipuplan.model import build_graph, load_model
 from ipuplan.solver.budget import MAX_LP_LINEARIZATION, Budget, as_max_lp
 from ipuplan.solver.classes import problem_classes
-from ipuplan.solver.probe import start
-from ipuplan.solver.problem import build_problem
+from ipuplan.solver.probe import as_probe_model
 from ipuplan.solver.rounds import PRECHECK, PRECHECK_CONFLICTS, build_model
 from ipuplan.solver.solve import SolveOptions
 from ipuplan.target import load_target
@@ -33,15 +32,10 @@ CASES = "siglip-base-256:116:compact,siglip-large-384:20:compact,siglip:2:shaped
 
 def probe_model(model: str, batch: int, catalogue: Catalogue):
     o = SolveOptions(batch=batch, catalogue=catalogue, slack_effort=0)
-    p = build_problem(build_graph(load_model(ROOT / "models" / f"{model}.yaml"), batch),
-                      load_target(ROOT / "targets" / "c600.yaml"), batch, o.support_reserve, o.use_relays,
-                      o.table_budget, o.headroom, o.catalogue)
+    p = o.problem(build_graph(load_model(ROOT / "models" / f"{model}.yaml"), batch),
+                  load_target(ROOT / "targets" / "c600.yaml"))
     ctx = build_model(p, problem_classes(p), objective=True, free=o.slack)
-    lean, _ = start(p, ())
-    ctx.m.ClearObjective()
-    for k, v in ctx.x.items():
-        if k[0] == "impl":
-            ctx.m.AddHint(v, k[2] == lean[k[1]])
+    as_probe_model(ctx, ())
     return ctx
 
 

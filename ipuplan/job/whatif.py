@@ -26,7 +26,6 @@ from ..solver.budget import Budget, WallClockExpired
 from ..solver.ceiling import floor, free_optimum, memory_costs
 from ..solver.classes import problem_classes
 from ..solver.explain import elastic_explanation
-from ..solver.problem import build_problem
 from ..solver.solve import SolveOptions
 from ..source import load_yaml
 from .solve import Job, load_job, run_solve
@@ -152,9 +151,7 @@ def search(job: Job, kind: str, out: Path, report: Callable[[str], None] | None 
 def _problem(job: Job):
     """(target, problem) of a job, built as its solve builds them."""
     _, target, graph = load_job(job)
-    o = job.options
-    return target, build_problem(graph, target, o.batch, o.support_reserve, o.use_relays, o.table_budget,
-                                 o.headroom, o.catalogue)
+    return target, job.options.problem(graph, target)
 
 
 def least_overflow(job: Job, report=None) -> dict:

@@ -54,22 +54,29 @@ def start(p, hint: tuple[tuple[str, str], ...]) -> tuple[dict[str, int], int]:
     return out, hit
 
 
-def probe(ctx: ModelCtx, opts, report, budget: Budget, stats: dict | None = None) -> tuple[int, set | None]:
-    """(CP-SAT status, a plan exact on every tile or None); `stats` receives how many ops a hint settled. Leaves
-    the model with its objective again, hinted with the plan when there is one. `opts.hint` (a plan known to fit,
-    such as the least-overflowing plan on a target grown by its deficit) replaces the leanest implementations as
-    the probe's start, and presolve keeps it feasible, so that such a plan is the probe's first answer."""
-    lean, hit = start(ctx.p, opts.hint)
-    if opts.hint:
-        if stats is not None:
-            stats["probe_hinted_ops"] = hit
-        if report:
-            report(f"probe hinted with a given plan: {hit} of {len(ctx.p.impls)} ops")
+def as_probe_model(ctx: ModelCtx, hint: tuple[tuple[str, str], ...]) -> int:
+    """Make `ctx` the probe's model: no objective, every op hinted toward its start (`start`). Returns how many
+    ops `hint` settled."""
+    lean, hit = start(ctx.p, hint)
     ctx.m.ClearObjective()
     ctx.m.ClearHints()
     for k, v in ctx.x.items():
         if k[0] == "impl":
             ctx.m.AddHint(v, k[2] == lean[k[1]])
+    return hit
+
+
+def probe(ctx: ModelCtx, opts, report, budget: Budget, stats: dict | None = None) -> tuple[int, set | None]:
+    """(CP-SAT status, a plan exact on every tile or None); `stats` receives how many ops a hint settled. Leaves
+    the model with its objective again, hinted with the plan when there is one. `opts.hint` (a plan known to fit,
+    such as the least-overflowing plan on a target grown by its deficit) replaces the leanest implementations as
+    the probe's start, and presolve keeps it feasible, so that such a plan is the probe's first answer."""
+    hit = as_probe_model(ctx, opts.hint)
+    if opts.hint:
+        if stats is not None:
+            stats["probe_hinted_ops"] = hit
+        if report:
+            report(f"probe hinted with a given plan: {hit} of {len(ctx.p.impls)} ops")
     sub = budget.share(SHARE)
     sub.effort = min(sub.effort, MAX_EFFORT)
     status, solver, rounds, added = solve_rounds(ctx, opts, report, sub, "plan", precheck=True,

@@ -78,6 +78,11 @@ class SolveOptions:
         not (its plans keep tables far below the budget, and relay pairs triple the search)."""
         return self.relays if self.relays is not None else self.catalogue is Catalogue.GRID
 
+    def problem(self, graph: Graph, target: Target) -> Problem:
+        """The problem a solve with these options builds for `graph` on `target`."""
+        return build_problem(graph, target, self.batch, self.support_reserve, self.use_relays, self.table_budget,
+                             self.headroom, self.catalogue)
+
 
 @dataclass
 class SolveResult:
@@ -108,8 +113,7 @@ def solve(graph: Graph, target: Target, opts: SolveOptions,
             report(f"machine bound: {machine.needs_bytes:,} B needed, {machine.capacity_bytes:,} B on all tiles")
         return SolveResult(Verdict.INFEASIBLE, None, machine=machine,
                            stats={"wall_seconds": round(time.perf_counter() - t0, 3), "status": "MACHINE_BOUND"})
-    p = build_problem(graph, target, opts.batch, opts.support_reserve, opts.use_relays, opts.table_budget,
-                      opts.headroom, opts.catalogue)
+    p = opts.problem(graph, target)
     empty = p.unimplemented
     if empty:  # no plan in the catalogue; that is a statement about the catalogue, which no certificate carries
         why = (f"the {opts.catalogue.value} catalogue has no implementation of {', '.join(empty)} at batch "

@@ -228,15 +228,13 @@ def test_the_precheck_loads_the_model_as_max_lp_does():
     from ipuplan.solver.budget import Budget
     from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.probe import probe
-    from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import build_model
     from ipuplan.solver.solve import SolveOptions
     from ipuplan.target import load_target
     from ortools.sat.python import cp_model
     opts = SolveOptions(batch=116, catalogue=Catalogue.COMPACT, slack_effort=0)
-    o = opts
-    p = build_problem(build_graph(load_model(MODELS / "siglip-base-256.yaml"), o.batch), load_target(ROOT / "targets" /
-                      "c600.yaml"), o.batch, o.support_reserve, o.use_relays, o.table_budget, o.headroom, o.catalogue)
+    p = opts.problem(build_graph(load_model(MODELS / "siglip-base-256.yaml"), opts.batch),
+                     load_target(ROOT / "targets" / "c600.yaml"))
     ctx = build_model(p, problem_classes(p), objective=True, free=opts.slack)
     status, plan = probe(ctx, opts, None, Budget.start(400, 1800))
     assert status == cp_model.INFEASIBLE and plan is None
