@@ -1,12 +1,16 @@
 """The infeasible core's re-solve at CP-SAT's default linearization and at max_lp's (level 2), in one run.
 
-Usage: python bench/core_relaxation.py [--effort 36] [--wall 600] [--full] [--levels 1,2]
+Usage: python bench/core_relaxation.py [--effort 36] [--wall 600] [--full] [--levels 1,2,max_lp]
+                                      [--refuted pe-base:48:shaped,...] [--solve-effort 400]
 Each case is a model CP-SAT refutes; `infeasible_core` (ipuplan/solver/solve.py) re-solves it with every guard an
 assumption, one worker, as the solve does after a refutation (without the rows the refuting model had gained).
-Level 1 is CP-SAT's default. --effort is the deterministic seconds each re-solve may spend (the solve gives
+Level 1 is CP-SAT's default; `max_lp` is level 2 with every LP constraint added up front (`as_max_lp`, the
+precheck's parameters). --effort is the deterministic seconds each re-solve may spend (the solve gives
 it 0.3 of what is left of --effort: 36 at the default 120). --full adds the full-size cases (SigLIP So400m/14
-b9 and pe-small b72, both UNKNOWN for want of a core). Prints a markdown table: status, deterministic and wall
-seconds, the core's size against the guards.
+b9 and pe-small b72, both UNKNOWN for want of a core). --refuted adds full-depth cases (model:batch:catalogue on
+the C600) taken as the solve leaves them: `ipuplan solve` with --solve-effort, no slack phase, no explanation, and
+the re-solves start from the refuting model with the exact tile rows it had gained. Prints a markdown table:
+status, deterministic and wall seconds, the core's size against the guards.
 """
 
 from __future__ import annotations
@@ -54,40 +58,63 @@ def main() -> None:
     ap.add_argument("--wall", type=float, default=600.0)
     ap.add_argument("--full", action="store_true")
     ap.add_argument("--levels", default="1,2")
+    ap.add_argument("--refuted", default="")
+    ap.add_argument("--solve-effort", type=float, default=400.0)
     a = ap.parse_args()
+    from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
-    from ipuplan.solver.budget import Budget, WallClockExpired
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired
+    from ipuplan.solver.classes import problem_classes, tile_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import build_model
-    from ipuplan.solver.solve import SolveOptions, infeasible_core
+    from ipuplan.solver.solve import SolveOptions, infeasible_core, solve_problem
     from ipuplan.target import load_target
 
-    levels = [int(x) for x in a.levels.split(",")]
+    levels = a.levels.split(",")
     print(f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
           f"effort {a.effort:g} per re-solve, wall {a.wall:g} s\n")
+
+    def built():
+        """(name, problem, classes, rows, catalogue) per case: the problems as built, then the refuting models."""
+        for name, model, batch, target, headroom, cat, stage in _cases(a.full):
+            m = load_model(ROOT / model)
+            g = build_graph(m, batch, stage) if stage else build_graph(m, batch)
+            p = build_problem(g, load_target(target), batch, headroom=headroom, catalogue=cat)
+            classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+            yield name, p, classes, frozenset(), cat
+        for case in filter(None, a.refuted.split(",")):
+            model, batch, cat = case.split(":")
+            o = SolveOptions(batch=int(batch), catalogue=Catalogue(cat), effort=a.solve_effort, slack_effort=0,
+                             explain=False, time_limit=3 * a.wall)
+            p = o.problem(build_graph(load_model(ROOT / "models" / f"{model}.yaml"), o.batch),
+                          load_target(ROOT / "targets" / "c600.yaml"))
+            t0 = time.perf_counter()
+            res = solve_problem(p, o)
+            kind = (res.certificate or {}).get("kind")
+            print(f"{model} b{batch} {cat}: the solve's verdict {res.verdict.name}"
+                  f"{f' ({kind})' if kind else ''}, {time.perf_counter() - t0:.0f} s, "
+                  f"{len(res.model_rows)} rows gained\n", flush=True)
+            if res.plan is None:
+                yield f"{model} b{batch} {cat}, refuting model", p, problem_classes(p), res.model_rows, o.catalogue
+
     print("| case | linearization | status | deterministic s | wall s | core / guards |")
     print("|---|---:|---|---:|---:|---:|")
-    for name, model, batch, target, headroom, cat, stage in _cases(a.full):
-        m = load_model(ROOT / model)
-        g = build_graph(m, batch, stage) if stage else build_graph(m, batch)
-        p = build_problem(g, load_target(target), batch, headroom=headroom, catalogue=cat)
-        classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    for name, p, classes, rows, cat in built():
         guards = len(build_model(p, classes, objective=False).guards)
         for lvl in levels:
             sub = Budget.start(a.effort, a.wall)
             t0 = time.perf_counter()
             try:
-                core, ctx = infeasible_core(p, classes, SolveOptions(batch=batch, catalogue=cat), sub,
-                                            linearization=lvl)
+                core, ctx = infeasible_core(p, classes, SolveOptions(batch=p.batch, catalogue=cat), sub, rows,
+                                            linearization=MAX_LP_LINEARIZATION if lvl == "max_lp" else int(lvl),
+                                            up_front=lvl == "max_lp")
                 status = "core" if ctx is not None else "no answer within the effort"
             except WallClockExpired:
                 core, status = [], f"no answer within {a.wall:g} s"
             wall = time.perf_counter() - t0
-            shown = f"{lvl} (default)" if lvl == 1 else str(lvl)
+            shown = {"1": "1 (default)", "max_lp": "2, up front (max_lp)"}.get(lvl, lvl)
             print(f"| {name} | {shown} | {status} | {sub.spent:.2f} | {wall:.1f} | "
                   f"{len(core) if core else '–'} / {guards} |", flush=True)
-
 
 if __name__ == "__main__":
     main()

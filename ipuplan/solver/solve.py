@@ -25,7 +25,7 @@ from ..ir.graph import Graph
 from ..layout import MemClass
 from ..plan import peak, region_usage
 from ..target import Target
-from .budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired
+from .budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired, as_max_lp
 from .certificate import build_certificate, choice_record
 from .classes import problem_classes, tile_ranges
 from .explain import elastic_explanation, minimize_core
@@ -279,16 +279,19 @@ def _infeasible(p: Problem, classes, opts: SolveOptions, rows: set, stats: dict,
 
 
 def infeasible_core(p: Problem, classes, opts: SolveOptions, sub: Budget, rows: set = frozenset(),
-                    parent: Budget | None = None, linearization: int = MAX_LP_LINEARIZATION):
+                    parent: Budget | None = None, linearization: int = MAX_LP_LINEARIZATION, up_front: bool = False):
     """Re-solve without objective, every guard an assumption; CP-SAT returns a sufficient subset. `rows`:
     the exact tile rows the solving model had gained (they may be what makes it infeasible). `linearization`:
-    CP-SAT's linearization level (bench/core_relaxation.py compares them)."""
+    CP-SAT's linearization level; `up_front`: max_lp's parameters whole (`as_max_lp`), its LP constraints all
+    added at the start (bench/core_relaxation.py compares them)."""
     ctx = build_model(p, classes, objective=False)
     _same_rows(ctx, rows)
     ctx.m.AddAssumptions([g for g, _ in ctx.guards])
     solver = cp_model.CpSolver()
     sub.cpsat(solver, 1, opts.seed)
     solver.parameters.linearization_level = linearization
+    if up_front:
+        as_max_lp(solver)
     status = run_cpsat(solver, ctx.m)
     sub.spend(solver.deterministic_time)
     if parent is not None:

@@ -62,6 +62,28 @@ def test_minimal_core_every_member_necessary(tmp_path):
         assert _status(ctx, rest, 30) in (cp_model.FEASIBLE, cp_model.OPTIMAL), r.core[i].name
 
 
+@pytest.mark.parametrize("up_front", [False, True])
+def test_a_core_re_solved_either_way_is_sufficient(tmp_path, up_front):
+    """The core's re-solve at max_lp's linearization level, with its LP constraints lazy (the solve's) or all up
+    front (`as_max_lp`, bench/core_relaxation.py): the guards it returns, asserted alone, admit no plan."""
+    from ortools.sat.python import cp_model
+
+    from ipuplan.model import build_graph, load_model
+    from ipuplan.solver.budget import Budget
+    from ipuplan.solver.classes import problem_classes
+    from ipuplan.solver.solve import SolveOptions, build_model, infeasible_core
+    from ipuplan.target import load_target
+
+    o = SolveOptions(batch=4, headroom=int(HEADROOM))
+    p = o.problem(build_graph(load_model(MODELS / "vit-small.yaml"), 4), load_target(_target(tmp_path, 16)))
+    classes = problem_classes(p)
+    core, cctx = infeasible_core(p, classes, o, Budget.start(30, 300), up_front=up_front)
+    assert cctx is not None and 0 < len(core) < len(cctx.guards)
+    ctx = build_model(p, classes, objective=False)
+    lits = {info.name: v for v, info in ctx.guards}
+    assert _status(ctx, [lits[g.name] for g in core], 30) == cp_model.INFEASIBLE
+
+
 def test_explain_reports_deficit_and_contributors(cli, tmp_path):
     t = _target(tmp_path, 16)
     out = tmp_path / "inf"
