@@ -8,7 +8,7 @@ Level 1 is CP-SAT's default; `max_lp` is level 2 with every LP constraint added 
 precheck's parameters). --effort is the deterministic seconds each re-solve may spend (the solve gives
 it 0.3 of what is left of --effort: 36 at the default 120). --full adds the full-size cases (SigLIP So400m/14
 b9 and pe-small b72, both UNKNOWN for want of a core). --refuted adds full-depth cases (model:batch:catalogue on
-the C600) taken as the solve leaves them: `ipuplan solve` with --solve-effort, no slack phase, no explanation, and
+the C600) taken as the solve leaves them: `ipuplan solve` with --solve-effort, no slack phase, no explanation, 3 x --wall, and
 the re-solves start from the refuting model with the exact tile rows it had gained. Prints a markdown table:
 status, deterministic and wall seconds, the core's size against the guards.
 """
@@ -115,6 +115,7 @@ def main() -> None:
             shown = {"1": "1 (default)", "max_lp": "2, up front (max_lp)"}.get(lvl, lvl)
             print(f"| {name} | {shown} | {status} | {sub.spent:.2f} | {wall:.1f} | "
                   f"{len(core) if core else '–'} / {guards} |", flush=True)
+
 
 if __name__ == "__main__":
     main()
