@@ -64,7 +64,7 @@ def main() -> None:
     from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver.budget import MAX_LP_LINEARIZATION, Budget, WallClockExpired
-    from ipuplan.solver.classes import problem_classes, tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import build_model
     from ipuplan.solver.solve import SolveOptions, infeasible_core, solve_problem
@@ -80,7 +80,7 @@ def main() -> None:
             m = load_model(ROOT / model)
             g = build_graph(m, batch, stage) if stage else build_graph(m, batch)
             p = build_problem(g, load_target(target), batch, headroom=headroom, catalogue=cat)
-            classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+            classes = problem_classes(p)
             yield name, p, classes, frozenset(), cat
         for case in filter(None, a.refuted.split(",")):
             model, batch, cat = case.split(":")

@@ -38,7 +38,7 @@ def main() -> None:
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver import explain
     from ipuplan.solver.budget import Budget
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import solve_rounds
     from ipuplan.solver.solve import SolveOptions
@@ -65,7 +65,7 @@ def main() -> None:
     for model, target, tname, batch, headroom in cases:
         p = build_problem(build_graph(load_model(ROOT / "models" / f"{model}.yaml"), batch), load_target(target),
                           batch, headroom=headroom)
-        classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+        classes = problem_classes(p)
         for name, how in (("two", two), ("one", one), ("quick", real)):
             explain._least_overflow = how
             try:

@@ -30,7 +30,7 @@ def main() -> None:
     import ipuplan
     from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import build_model
     from ipuplan.target import load_target
@@ -43,7 +43,7 @@ def main() -> None:
         p = build_problem(build_graph(spec, batch), load_target(ROOT / "targets" / f"{target}.yaml"), batch,
                           catalogue=Catalogue(catalogue))
         t = time.perf_counter()
-        classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+        classes = problem_classes(p)
         seconds, prints = [time.perf_counter() - t], []
         for kw in (dict(objective=True), dict(objective=False), dict(objective=False, elastic=True)):
             t = time.perf_counter()

@@ -36,7 +36,7 @@ def main() -> None:
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver import split
     from ipuplan.solver.budget import Budget
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
 
@@ -49,7 +49,7 @@ def main() -> None:
     t0 = time.perf_counter()
     p = build_problem(build_graph(load_model(a.model), a.batch), load_target("targets/c600.yaml"), a.batch, None,
                       False, None, 0, Catalogue(a.catalogue))
-    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    classes = problem_classes(p)
     print(f"problem built in {time.perf_counter() - t0:.1f} s: {sum(len(v) for v in p.impls.values())} "
           f"implementations of {len(p.impls)} ops, {len(classes)} tile classes")
     search = split.search

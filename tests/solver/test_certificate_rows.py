@@ -32,14 +32,14 @@ def problem(request):
 @pytest.mark.parametrize("tables", ["elements", "bytes", "not in memory"])
 def test_memory_bounds_equal_cheapest_of_every_row(problem, tables):
     from ipuplan.solver.certificate import MemoryBounds, Rows, cheapest, groups
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     acct = {"elements": problem.acct,
             "bytes": dataclasses.replace(problem.acct, table_element=0),
             "not in memory": dataclasses.replace(problem.acct, tables_in_memory=False)}[tables]
     p = dataclasses.replace(problem, acct=acct)
     rows, gs = Rows(p), groups(p)
     bounds = MemoryBounds(rows, gs)
-    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    classes = problem_classes(p)
     nonzero = 0
     for c in classes:
         fast = bounds(int(c.rep))

@@ -75,14 +75,14 @@ def test_live_rows_equal_their_definition(catalogue):
     from ipuplan.layout import MemClass
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver.choice import add_choice
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.memory.liveness import live_rows
     from ipuplan.solver.model import ModelCtx
     from ipuplan.solver.problem import build_problem
     from ipuplan.target import load_target
     p = build_problem(build_graph(load_model(MODELS / "vit-small.yaml"), 2), load_target(SMALL), 2,
                       catalogue=Catalogue(catalogue))
-    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    classes = problem_classes(p)
     ctx = ModelCtx(p, classes, fixed=True)
     add_choice(ctx)
     name = {id(v): k for k, v in ctx.x.items()}

@@ -204,7 +204,7 @@ def test_the_precheck_is_not_cut_short_by_a_large_models_loading():
     from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver.budget import Budget
-    from ipuplan.solver.classes import tile_classes
+    from ipuplan.solver.classes import problem_classes
     from ipuplan.solver.problem import build_problem
     from ipuplan.solver.rounds import build_model, refuted_on_loading
     from ipuplan.solver.solve import SolveOptions
@@ -212,7 +212,7 @@ def test_the_precheck_is_not_cut_short_by_a_large_models_loading():
     opts = SolveOptions(batch=20, catalogue=Catalogue.COMPACT, slack_effort=0)
     p = build_problem(build_graph(load_model(MODELS / "siglip-large-384.yaml"), 20), load_target(ROOT / "targets" /
                       "c600.yaml"), 20, catalogue=Catalogue.COMPACT)
-    classes = tile_classes([p.vectors[i] for i in sorted({cb.vec for cb in p.contribs})], p.target.tiles)
+    classes = problem_classes(p)
     refuted, solver = refuted_on_loading(build_model(p, classes, objective=True), opts, Budget.start(400, 1800))
     assert refuted and solver.deterministic_time > 10
 
