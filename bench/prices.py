@@ -165,7 +165,7 @@ def main() -> None:
     print("|---|---|---|---|" + "---:|" * len(batches) + "---:|")
     t0 = time.perf_counter()
     today = {b: ceiling(base, b) for b in batches}
-    print(f"| every price as today | | | | " + " | ".join(today[b][0] + today[b][2] for b in batches) +
+    print("| every price as today | | | | " + " | ".join(today[b][0] + today[b][2] for b in batches) +
           f" | {time.perf_counter() - t0:.0f} |", flush=True)
     for k in chosen:
         t0 = time.perf_counter()
