@@ -11,7 +11,7 @@ nothing this script prints is a plan: the checker and the package price every co
 What it answers: which figure, if a measurement on a C600 showed it at half, would lift the ceiling past a
 throughput goal, and which would not. The ceiling is not a FIT: memory costs the plans that fit more (bench/
 RESULTS.md, `ipuplan explain DIR --what-if speed`). With `--solve` each cell also gives the memory-constrained
-solve at that price (`ipuplan.solver.solve`: exact per-tile rows, no placement, no explanation): its modeled
+solve at that price (`ipuplan.solver.solve.solve_problem` on the same problem: exact per-tile rows, no placement, no explanation): its modeled
 images/s and the search's bound on it. Each row says where today's figure comes from (docs/COSTS.md).
 
 Usage: python bench/prices.py MODEL [--batches 3,4] [--catalogue compact] [--effort 120] [--only NAME,...]
@@ -122,8 +122,8 @@ def main() -> None:
     from ipuplan.catalogue import Catalogue
     from ipuplan.model import build_graph, load_model
     from ipuplan.solver.ceiling import free_optimum
-    from ipuplan.solver.problem import build_problem
-    from ipuplan.solver.solve import SolveOptions, solve
+    from ipuplan.solver.budget import WallClockExpired
+    from ipuplan.solver.solve import SolveOptions, SolveResult, Verdict, solve_problem
     from ipuplan.target import load_target
     base = load_target(ROOT / "targets" / "c600.yaml")
     spec = load_model(a.model)
@@ -140,14 +140,18 @@ def main() -> None:
     graphs = {b: build_graph(spec, b) for b in batches}
 
     def ceiling(target, b) -> tuple[str, float, str]:
-        p = build_problem(graphs[b], target, b, None, False, None, 0, Catalogue(a.catalogue))
+        """The free optimum and, with --solve, the solve, both on one problem built as the solve builds it."""
+        opts = SolveOptions(batch=b, catalogue=Catalogue(a.catalogue), effort=a.solve_effort,
+                            time_limit=a.time_limit, slack_effort=0, explain=False, workers=a.solve_workers)
+        p = opts.problem(graphs[b], target)
         c = free_optimum(p, a.effort, a.workers)
         ips = b * clock / c.cycles
         txt, fit_txt = f"{ips:.1f}" + ("" if c.optimal else " (bound)") + (" ✓" if ips >= a.goal else ""), ""
         if a.solve:
-            r = solve(graphs[b], target, SolveOptions(batch=b, catalogue=Catalogue(a.catalogue), effort=a.solve_effort,
-                                                      time_limit=a.time_limit, slack_effort=0, explain=False,
-                                                      workers=a.solve_workers))
+            try:
+                r = solve_problem(p, opts)
+            except WallClockExpired:
+                r = SolveResult(Verdict.UNKNOWN, p)
             if r.plan is None:
                 fit_txt = f"; {r.verdict.value}"
             else:
